@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Rust-for-Linux RDMA modules: rdma_server, rdma_client, nvmet_rdma_rs.
+#
+#   make              build the modules against KDIR (default: the pinned kernel,
+#                     configured and built by scripts/build-kernel.sh on first use)
+#   make KDIR=/path   build against any Rust-enabled 7.2 kernel build tree
+#   make CLIPPY=1     build with clippy as the Rust compiler driver
+#   make demo         set up, build, boot the VM and show the modules at work
+#   make check        the test suite (host checks, then VM tests); prints "N passed, N failed"
+#   make setup        host packages and toolchain only;  make kernel: the pinned kernel only
+#   make fmt / fmt-check   rustfmt with the kernel's .rustfmt.toml
+#   make clean
+
+SHELL := /bin/bash
+REPO := $(CURDIR)
+SCRIPTS := $(REPO)/scripts
+RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client \
+		 $(REPO)/nvmet_rdma_rs -name '*.rs' ! -name '*_generated.rs')
+
+# Build with the same compilers the kernel was built with.
+KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)
+
+.PHONY: all modules setup kernel demo check fmt fmt-check clean
+
+all: modules
+
+modules:
+	@source $(SCRIPTS)/lib.sh; \
+	kdir="$(KDIR)"; \
+	if [ -z "$$kdir" ]; then $(SCRIPTS)/setup-host.sh && kdir=$$($(SCRIPTS)/build-kernel.sh) || exit 1; fi; \
+	grep -qx 'CONFIG_RUST=y' "$$kdir/.config" 2>/dev/null || \
+		{ echo "error: $$kdir is not a configured kernel build with CONFIG_RUST=y" >&2; exit 1; }; \
+	$(MAKE) -C "$$kdir" M=$(REPO) $(KBUILD_VARS) LIBCLANG_PATH="$$LIBCLANG_PATH" modules
+
+setup:
+	$(SCRIPTS)/setup-host.sh
+
+kernel: setup
+	$(SCRIPTS)/build-kernel.sh
+
+demo:
+	$(SCRIPTS)/demo.sh
+
+check:
+	$(SCRIPTS)/check.sh
+
+fmt:
+	@source $(SCRIPTS)/lib.sh; src=$$($(SCRIPTS)/fetch-kernel.sh); \
+	rustfmt --edition 2021 --config-path "$$src/.rustfmt.toml" $(RUST_SOURCES)
+
+fmt-check:
+	@source $(SCRIPTS)/lib.sh; src=$$($(SCRIPTS)/fetch-kernel.sh); \
+	rustfmt --check --edition 2021 --config-path "$$src/.rustfmt.toml" $(RUST_SOURCES)
+
+clean:
+	@for d in rdma_server rdma_client nvmet_rdma_rs; do \
+		rm -f $$d/*.o $$d/*.ko $$d/*.mod $$d/*.mod.c $$d/.*.cmd $$d/*.d $$d/*_generated.rs \
+		      $$d/modules.order $$d/*.rmeta; \
+	done; \
+	rm -f Module.symvers modules.order .*.cmd

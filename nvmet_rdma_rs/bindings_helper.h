@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The RDMA layer's headers plus the nvmet core's (drivers/nvme/target/nvmet.h). */
+#include "bindings_helper.h"
+#include <linux/nvme.h>
+#include <linux/nvme-rdma.h>
+#include "nvmet.h"

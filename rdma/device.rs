@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices (`struct ib_device`).
+
+use super::bindings;
+use kernel::{prelude::*, types::Opaque};
+
+/// A borrowed RDMA device.
+///
+/// # Invariants
+///
+/// The wrapped `struct ib_device` is registered with the RDMA core for as long as a
+/// `&Device` exists: the core only hands devices out between their add and remove
+/// callbacks, and holds a reference while a CM id is bound to one.
+#[repr(transparent)]
+pub(crate) struct Device(Opaque<bindings::ib_device>);
+
+impl Device {
+    /// Borrows a device from a pointer the RDMA core handed out.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a registered `struct ib_device` that stays registered for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `Device` is a transparent wrapper of `ib_device`, and the caller
+        // guarantees the device outlives `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The raw pointer, for calls into the RDMA core.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.0.get()
+    }
+
+    /// The device's name, e.g. `rxe0`.
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: by the type invariant the device is registered, so its `struct device`
+        // has a name, a NUL-terminated string that lives as long as the device.
+        unsafe { CStr::from_char_ptr(bindings::rdma_rs_ib_device_name(self.as_raw())) }
+    }
+
+    /// Number of physical ports; they are numbered from 1.
+    pub(crate) fn port_count(&self) -> u32 {
+        // SAFETY: `phys_port_cnt` is set before registration and never changes afterwards.
+        u32::from(unsafe { (*self.as_raw()).phys_port_cnt })
+    }
+
+    /// The transport a port speaks, as named by `rdma link`.
+    pub(crate) fn transport(&self, port: u32) -> &'static str {
+        // SAFETY: the device is registered (type invariant); the helpers only read its
+        // immutable port capabilities.
+        let (iwarp, roce) = unsafe {
+            (
+                bindings::rdma_rs_protocol_iwarp(self.as_raw(), port),
+                bindings::rdma_rs_protocol_roce(self.as_raw(), port),
+            )
+        };
+        match (iwarp, roce) {
+            (true, _) => "iWARP",
+            (_, true) => "RoCE",
+            _ => "InfiniBand",
+        }
+    }
+}
+
+impl core::fmt::Display for Device {
+    /// `rxe0 (1 port, RoCE)`: the name and what its first port speaks.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let ports = self.port_count();
+        let plural = if ports == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} ({} port{}, {})",
+            self.name().to_str().unwrap_or("?"),
+            ports,
+            plural,
+            self.transport(1)
+        )
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The project's test suite (`make check`): sets up the host, builds (or reuses) the
+# pinned kernel, builds the modules with clippy, runs the host-side checks and then
+# every VM test in tests/vm/, and ends with the line "N passed, N failed".
+#
+# RRS_TESTS="smoke ..." runs only the named VM tests (host checks always run).
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+passed=0 failed=0 failures=()
+result() { # result NAME RC
+	if [ "$2" = 0 ]; then
+		passed=$((passed + 1)); printf 'PASS  %s\n' "$1"
+	else
+		failed=$((failed + 1)); failures+=("$1"); printf 'FAIL  %s\n' "$1"
+	fi
+}
+finish() {
+	((${#failures[@]} == 0)) || printf 'failed: %s\n' "${failures[*]}"
+	echo "$passed passed, $failed failed"
+	[ "$failed" = 0 ]
+	exit
+}
+
+t0=$(date +%s)
+"$REPO_ROOT/scripts/setup-host.sh" || { result setup 1; finish; }
+kbuild=$("$REPO_ROOT/scripts/build-kernel.sh") || { result kernel-build 1; finish; }
+log "kernel ready after $(($(date +%s) - t0))s: $kbuild"
+
+# Host-side checks.
+python3 "$REPO_ROOT/tests/host/test_scan_kernel_log.py" -q
+result host/scan-kernel-log $?
+
+make -s -C "$REPO_ROOT" fmt-check
+result host/rustfmt $?
+
+build_log=$CACHE_DIR/runs/modules-build.log
+mkdir -p "$(dirname "$build_log")"
+make -C "$REPO_ROOT" clean >/dev/null
+make -C "$REPO_ROOT" KDIR="$kbuild" CLIPPY=1 modules >"$build_log" 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -Ei '^(warning|error)|: warning:' "$build_log"; then
+	log "the module build printed warnings (full log: $build_log)"
+	rc=1
+fi
+[ $rc = 0 ] || tail -n 40 "$build_log"
+result host/modules-build-clippy-clean $rc
+if [ $rc != 0 ]; then finish; fi
+
+# VM tests.
+tests=()
+if [ -n "${RRS_TESTS:-}" ]; then
+	for t in $RRS_TESTS; do tests+=("$REPO_ROOT/tests/vm/$t.sh"); done
+else
+	tests=("$REPO_ROOT"/tests/vm/*.sh)
+fi
+for t in "${tests[@]}"; do
+	name=vm/$(basename "$t" .sh)
+	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -t 900 -o "$CACHE_DIR/runs/latest/$(basename "$t" .sh)" "$t"
+	result "$name" $?
+done
+
+"$REPO_ROOT/tests/host/harness-catches-splat.sh" "$kbuild"
+result host/harness-catches-splat $?
+
+log "suite took $(($(date +%s) - t0))s; VM logs in $CACHE_DIR/runs/latest"
+finish

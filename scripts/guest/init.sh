@@ -1,0 +1,48 @@
+#!/bin/bash
+# PID 1 of the test VM (see scripts/vm-run.sh). The root file system is the host's,
+# read-only over 9p; this script mounts what a test needs, installs the kernel's and
+# the project's modules into a tmpfs /lib/modules, runs $RRS_TEST, writes its exit
+# status to the results share and reboots (QEMU runs with -no-reboot, so it exits).
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root TERM=dumb
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/pts /dev/shm 2>/dev/null
+mount -t devpts devpts /dev/pts 2>/dev/null
+for d in /tmp /run /var/tmp /var/lib /var/log /root /etc/nvme; do mount -t tmpfs tmpfs "$d"; done
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t configfs configfs /sys/kernel/config
+mkdir -p /run/results /run/kmods
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /run/results
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro kmods /run/kmods
+
+kver=$(uname -r)
+mount -t tmpfs tmpfs /lib/modules
+cp -a "/run/kmods/lib/modules/$kver" /lib/modules/
+mkdir -p "/lib/modules/$kver/extra"
+for ko in "$RRS_REPO"/rdma_server/*.ko "$RRS_REPO"/rdma_client/*.ko "$RRS_REPO"/nvmet_rdma_rs/*.ko; do
+	[ -f "$ko" ] && cp "$ko" "/lib/modules/$kver/extra/"
+done
+depmod -a
+
+hostname rrs-guest
+ip link set lo up
+echo 8 >/proc/sys/kernel/printk
+
+test_name=$(basename "$RRS_TEST" .sh)
+echo "RRS-BEGIN $test_name (accel $RRS_ACCEL, $(nproc) cpus, kernel $kver)"
+echo "rrs: test $test_name begins" >/dev/kmsg
+IFS=, read -r -a args <<<"${RRS_ARGS:-}"
+cd /tmp
+bash "$RRS_TEST" "${args[@]}" 2>&1 | tee /run/results/test.log
+rc=${PIPESTATUS[0]}
+echo "rrs: test $test_name ended with status $rc" >/dev/kmsg
+echo "RRS-TAINT: $(cat /proc/sys/kernel/tainted)"
+dmesg >/run/results/dmesg.txt
+echo "$rc" >/run/results/status
+sync
+echo "RRS-END $test_name status $rc"
+echo b >/proc/sysrq-trigger
+sleep 10

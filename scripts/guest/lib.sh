@@ -1,0 +1,88 @@
+# Helpers for guest test scripts (tests/vm/*.sh). Sourced, not run.
+# A test fails by exiting non-zero; the VM runner also fails it on any kernel splat.
+# shellcheck shell=bash
+set -euo pipefail
+
+# Addresses of the guest's private network (never leave the guest).
+RRS_IP4_A=10.77.0.1
+RRS_IP4_B=10.77.0.2
+RRS_IP6_A=fd77::1
+RRS_IP6_B=fd77::2
+
+step() { echo "--- $*"; echo "rrs: step: $*" >/dev/kmsg; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# assert_dmesg REGEX [MESSAGE]: the kernel log has a line matching REGEX.
+assert_dmesg() {
+	dmesg | grep -Eq -- "$1" || { dmesg | tail -n 30; fail "${2:-kernel log has no line matching: $1}"; }
+}
+
+# assert_no_dmesg REGEX [MESSAGE]
+assert_no_dmesg() {
+	if dmesg | grep -E -- "$1"; then fail "${2:-kernel log unexpectedly matches: $1}"; fi
+}
+
+# wait_until SECONDS CMD...: polls CMD every 0.2 s until it succeeds.
+wait_until() {
+	local limit=$1; shift
+	local deadline=$((SECONDS + limit))
+	until "$@"; do
+		((SECONDS < deadline)) || fail "timed out after ${limit}s waiting for: $*"
+		sleep 0.2
+	done
+}
+
+# veth_setup: a veth pair veth0 <-> veth1 with IPv4 and IPv6 addresses, both up.
+veth_setup() {
+	ip link add veth0 type veth peer name veth1
+	ip addr add "$RRS_IP4_A/24" dev veth0
+	ip addr add "$RRS_IP4_B/24" dev veth1
+	ip -6 addr add "$RRS_IP6_A/64" dev veth0 nodad
+	ip -6 addr add "$RRS_IP6_B/64" dev veth1 nodad
+	ip link set veth0 up
+	ip link set veth1 up
+}
+
+# rdma_link_add NAME TYPE NETDEV: adds an rxe or siw device and waits for it.
+rdma_link_add() {
+	modprobe "$( [ "$2" = rxe ] && echo rdma_rxe || echo siw )"
+	rdma link add "$1" type "$2" netdev "$3"
+	wait_until 10 test -e "/sys/class/infiniband/$1"
+}
+
+rdma_link_delete() {
+	rdma link delete "$1"
+	wait_until 10 test ! -e "/sys/class/infiniband/$1"
+}
+
+# module_refcount NAME: the module's use count (fails if it is not loaded).
+module_refcount() { cat "/sys/module/$1/refcnt"; }
+
+# kmemleak_start: forget what was allocated so far, so that a later
+# kmemleak_check reports only what the test leaked.
+kmemleak_start() {
+	echo scan >/sys/kernel/debug/kmemleak
+	echo clear >/sys/kernel/debug/kmemleak
+}
+
+# kmemleak_check: scans twice (new objects need a grace period) and fails on any
+# suspected leak; the report goes to the console, where the log scanner sees it too.
+kmemleak_check() {
+	sleep 5
+	echo scan >/sys/kernel/debug/kmemleak
+	sleep 1
+	echo scan >/sys/kernel/debug/kmemleak
+	local report
+	report=$(cat /sys/kernel/debug/kmemleak)
+	if [ -n "$report" ]; then
+		echo "$report"
+		fail "kmemleak reports leaks"
+	fi
+}
+
+# expect_write_error FILE VALUE ERRNO-TEXT: writing VALUE to FILE must fail with that error.
+expect_write_error() {
+	local out
+	if out=$( (echo "$2" >"$1") 2>&1); then fail "writing '$2' to $1 succeeded, expected: $3"; fi
+	grep -q -- "$3" <<<"$out" || fail "writing '$2' to $1 failed with '$out', expected: $3"
+}

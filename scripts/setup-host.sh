@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything the build and the VM harness need on a fresh Debian 12 machine.
+# Idempotent: each step checks whether its result is already there.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+DEB_PACKAGES=(
+	# kernel build
+	build-essential gcc make flex bison bc libelf-dev libssl-dev cpio kmod rsync python3 xz-utils
+	# VM harness
+	qemu-system-x86
+	# guest userspace (the guest shares the host's root file system)
+	iproute2 rdma-core ibverbs-providers ibverbs-utils rdmacm-utils librdmacm-dev libibverbs-dev
+	nvme-cli fio perftest procps util-linux
+)
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	log "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || log "apt-get update failed; trying with the existing lists"
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+	log "adding rust-src"
+	rustup component add rust-src
+fi
+
+if ! command -v bindgen >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/bindgen" ]; then
+	log "installing bindgen-cli"
+	cargo install --locked bindgen-cli
+fi
+
+if [ ! -e "$LIBCLANG_DIR/libclang.so" ]; then
+	log "installing libclang $LIBCLANG_VERSION (PyPI wheel) into $LIBCLANG_PREFIX"
+	python3 -m pip install --quiet --disable-pip-version-check \
+		--target "$LIBCLANG_PREFIX" "libclang==$LIBCLANG_VERSION"
+fi
+
+log "host set-up complete (libclang: $LIBCLANG_DIR)"

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Boots the test kernel in QEMU with the host's root file system shared read-only
+# over virtio-9p, runs one guest test script as the guest's init payload, and
+# returns its exit status. The full serial log is kept in the run directory.
+# The run fails when the test fails, when the guest does not report a status
+# (crash, hang, timeout), or when the kernel log shows a splat or an unexpected
+# taint (see scripts/scan-kernel-log.py).
+#
+# usage: vm-run.sh [-k KERNEL_BUILD] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
+#   -k  kernel build directory (default: scripts/build-kernel.sh's output)
+#   -t  wall-clock limit for the whole VM run, seconds (default 600)
+#   -o  where to keep serial.log, dmesg.txt and status (default: a new dir under $CACHE_DIR/runs)
+#   -v  also print the serial console while the VM runs
+# Environment: RRS_ACCEL=kvm|tcg forces the accelerator (default: probe KVM once, else TCG);
+#              RRS_VM_MEM (MiB, default 4096), RRS_VM_CPUS (default: host cores, at most 4).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kbuild= timeout_s=600 run_dir= verbose=0
+while getopts "k:t:o:v" opt; do
+	case $opt in
+	k) kbuild=$OPTARG ;;
+	t) timeout_s=$OPTARG ;;
+	o) run_dir=$OPTARG ;;
+	v) verbose=1 ;;
+	*) die "bad option" ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || die "usage: vm-run.sh [-k KBUILD] [-t SECS] [-o DIR] [-v] TEST_SCRIPT [ARGS...]"
+test_script=$(realpath "$1")
+shift
+[ -f "$test_script" ] || die "no such test script: $test_script"
+case "$test_script$*" in *' '*) die "paths and arguments must not contain spaces (kernel command line)" ;; esac
+
+[ -n "$kbuild" ] || kbuild=$("$REPO_ROOT/scripts/build-kernel.sh")
+bzimage=$kbuild/arch/x86/boot/bzImage
+[ -f "$bzimage" ] || die "no kernel image in $kbuild"
+[ -d "$kbuild/modroot/lib/modules" ] || die "no installed modules in $kbuild/modroot"
+
+name=$(basename "$test_script" .sh)
+if [ -z "$run_dir" ]; then
+	run_dir=$CACHE_DIR/runs/$(date +%Y%m%d-%H%M%S)-$name-$$
+fi
+rm -rf "$run_dir"
+mkdir -p "$run_dir"
+run_dir=$(realpath "$run_dir")
+
+accel=$("$REPO_ROOT/scripts/vm-accel.sh" "$bzimage")
+cpus=${RRS_VM_CPUS:-$(($(nproc) > 4 ? 4 : $(nproc)))}
+mem=${RRS_VM_MEM:-4096}
+case $accel in
+kvm) accel_args=(-accel kvm -cpu host) ;;
+*) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+esac
+
+# Unknown key=value kernel parameters become the environment of init.
+cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
+cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1"
+cmdline+=" RRS_REPO=$REPO_ROOT RRS_TEST=$test_script RRS_ACCEL=$accel"
+[ $# -eq 0 ] || cmdline+=" RRS_ARGS=$(IFS=,; echo "$*")"
+
+log "booting $name ($accel, $cpus cpus, ${mem} MiB, limit ${timeout_s}s), log: $run_dir/serial.log"
+start=$(date +%s)
+set +e
+timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
+	-machine q35 "${accel_args[@]}" -smp "$cpus" -m "$mem" \
+	-nographic -no-reboot -nic none -monitor none \
+	-kernel "$bzimage" -append "$cmdline" \
+	-chardev stdio,id=con0,signal=off,logfile="$run_dir/serial.log" -serial chardev:con0 \
+	-virtfs local,path=/,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap \
+	-virtfs local,path="$kbuild/modroot",mount_tag=kmods,security_model=none,readonly=on \
+	-virtfs local,path="$run_dir",mount_tag=results,security_model=none \
+	</dev/null >"$run_dir/console.out" 2>"$run_dir/qemu.err" &
+qemu_pid=$!
+if [ $verbose = 1 ]; then
+	tail -n +1 -F --pid=$qemu_pid "$run_dir/serial.log" 2>/dev/null &
+fi
+wait $qemu_pid
+qemu_rc=$?
+set -e
+sleep 0.2
+elapsed=$(($(date +%s) - start))
+
+if [ $qemu_rc = 124 ] || [ $qemu_rc = 137 ]; then
+	log "FAIL $name: VM timed out after ${timeout_s}s"
+	echo timeout >"$run_dir/verdict"
+	exit 1
+fi
+
+status=$(cat "$run_dir/status" 2>/dev/null || echo none)
+scan_rc=0
+python3 "$REPO_ROOT/scripts/scan-kernel-log.py" --test "$test_script" "$run_dir/serial.log" >&2 || scan_rc=$?
+
+if [ "$status" = none ]; then
+	log "FAIL $name: the guest reported no status (crash or early exit; qemu rc $qemu_rc) after ${elapsed}s"
+	echo no-status >"$run_dir/verdict"
+	exit 1
+fi
+if [ "$status" != 0 ]; then
+	log "FAIL $name: test exited with status $status after ${elapsed}s"
+	echo "test-failed $status" >"$run_dir/verdict"
+	exit 1
+fi
+if [ $scan_rc != 0 ]; then
+	log "FAIL $name: kernel log shows a splat or unexpected taint (test itself passed) after ${elapsed}s"
+	echo splat >"$run_dir/verdict"
+	exit 1
+fi
+log "PASS $name (${elapsed}s)"
+echo pass >"$run_dir/verdict"
