@@ -41,6 +41,6 @@ impl kernel::Module for NvmetRdmaRs {
 
 impl Drop for NvmetRdmaRs {
     fn drop(&mut self) {
-        pr_info!("unloaded\n");
+        pr_info!("unloading\n");
     }
 }

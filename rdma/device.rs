@@ -42,7 +42,7 @@ impl Device {
     /// Number of physical ports; they are numbered from 1.
     pub(crate) fn port_count(&self) -> u32 {
         // SAFETY: `phys_port_cnt` is set before registration and never changes afterwards.
-        u32::from(unsafe { (*self.as_raw()).phys_port_cnt })
+        unsafe { (*self.as_raw()).phys_port_cnt }
     }
 
     /// The transport a port speaks, as named by `rdma link`.
@@ -63,9 +63,9 @@ impl Device {
     }
 }
 
-impl core::fmt::Display for Device {
+impl kernel::fmt::Display for Device {
     /// `rxe0 (1 port, RoCE)`: the name and what its first port speaks.
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
         let ports = self.port_count();
         let plural = if ports == 1 { "" } else { "s" };
         write!(

@@ -33,6 +33,6 @@ impl kernel::Module for RdmaClient {
 
 impl Drop for RdmaClient {
     fn drop(&mut self) {
-        pr_info!("unloaded\n");
+        pr_info!("unloading\n");
     }
 }

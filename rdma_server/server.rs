@@ -33,6 +33,6 @@ impl kernel::Module for RdmaServer {
 
 impl Drop for RdmaServer {
     fn drop(&mut self) {
-        pr_info!("unloaded\n");
+        pr_info!("unloading\n");
     }
 }

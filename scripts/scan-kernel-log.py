@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Fails (exit 1) when a VM's serial log shows a kernel splat or an unexpected taint.
 
-Kernel lines are the console lines with a printk timestamp, "[   12.345678] ...";
-user-space output (which may well say "WARNING:") is not scanned. The guest's init
+Kernel messages are the console text after a printk timestamp, "[   12.345678] ...",
+wherever it starts (the console interleaves kernel messages into user-space lines);
+user-space output without one (which may well say "WARNING:") is not scanned. The guest's init
 prints "RRS-TAINT: <n>" after the test; taint bits other than O (out-of-tree module)
 and E (unsigned module) fail the run unless the test script declares them with a
 line "# rrs-expect-taint: W" (letters as in Documentation/admin-guide/tainted-kernels).
@@ -13,7 +14,7 @@ import argparse
 import re
 import sys
 
-KERNEL_LINE = re.compile(r"^\s*(?:<\d+>)?\[\s*\d+\.\d+\]\s?(.*)$")
+KERNEL_MESSAGE = re.compile(r"\[\s*\d+\.\d+\]\s?(.*)$")
 
 # Each pattern names one kind of report the project treats as a failure.
 SPLATS = [
@@ -66,7 +67,7 @@ def scan(lines, allowed_taint):
         if m:
             taint = int(m.group(1))
             continue
-        k = KERNEL_LINE.match(line)
+        k = KERNEL_MESSAGE.search(line)
         if not k:
             continue
         for name, pattern in SPLATS:

@@ -11,21 +11,32 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm 2>/dev/null
 mount -t devpts devpts /dev/pts 2>/dev/null
-for d in /tmp /run /var/tmp /var/lib /var/log /root /etc/nvme; do mount -t tmpfs tmpfs "$d"; done
+for d in /tmp /run /var/tmp /var/lib /var/log /root; do [ -d "$d" ] && mount -t tmpfs tmpfs "$d"; done
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t configfs configfs /sys/kernel/config
 mkdir -p /run/results /run/kmods
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /run/results
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro kmods /run/kmods
 
+# The host has no /lib/modules for this kernel and the root is read-only, so the
+# kernel's modules and the project's live in a tmpfs tree that modprobe is pointed
+# at, both for commands (a wrapper first in PATH) and for the kernel's own module
+# autoloading (/proc/sys/kernel/modprobe).
 kver=$(uname -r)
-mount -t tmpfs tmpfs /lib/modules
-cp -a "/run/kmods/lib/modules/$kver" /lib/modules/
-mkdir -p "/lib/modules/$kver/extra"
+modroot=/run/modroot
+mkdir -p "$modroot/lib/modules" /run/rrs-bin
+cp -a "/run/kmods/lib/modules/$kver" "$modroot/lib/modules/"
+mkdir -p "$modroot/lib/modules/$kver/extra"
 for ko in "$RRS_REPO"/rdma_server/*.ko "$RRS_REPO"/rdma_client/*.ko "$RRS_REPO"/nvmet_rdma_rs/*.ko; do
-	[ -f "$ko" ] && cp "$ko" "/lib/modules/$kver/extra/"
+	[ -f "$ko" ] && cp "$ko" "$modroot/lib/modules/$kver/extra/"
 done
-depmod -a
+depmod -b "$modroot" -a "$kver"
+for tool in modprobe modinfo; do
+	printf '#!/bin/sh\nexec /usr/sbin/%s -d %s "$@"\n' "$tool" "$modroot" >"/run/rrs-bin/$tool"
+	chmod +x "/run/rrs-bin/$tool"
+done
+export PATH=/run/rrs-bin:$PATH
+echo /run/rrs-bin/modprobe >/proc/sys/kernel/modprobe
 
 hostname rrs-guest
 ip link set lo up

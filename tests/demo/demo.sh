@@ -25,5 +25,5 @@ dmesg | grep -E 'rxe0 removed'
 
 step "unloading"
 for m in rdma_server rdma_client nvmet_rdma_rs; do show rmmod "$m"; done
-dmesg | grep -E ': unloaded'
+dmesg | grep -E ': unloading|removed'
 echo "demo: done"

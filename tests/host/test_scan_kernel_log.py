@@ -30,6 +30,7 @@ class ScanKernelLog(unittest.TestCase):
             "kmemleak.log": "kmemleak",
             "atomic-sleep.log": "BUG",
             "rust-panic.log": "Rust panic",
+            "interleaved.log": "WARNING",
         }
         for fixture, kind in cases.items():
             with self.subTest(fixture=fixture):

@@ -43,7 +43,7 @@ done
 for m in "${MODULES[@]}"; do
 	rmmod "$m"
 	assert_dmesg "$m: device rxe1 removed"
-	assert_dmesg "$m: unloaded"
+	assert_dmesg "$m: unloading"
 	[ ! -d "/sys/module/$m" ] || fail "$m still loaded after rmmod"
 done
 rdma_link_delete rxe1
