@@ -52,4 +52,9 @@ kmake -j"$(nproc)" bzImage modules >&2
 rm -rf "$out/modroot"
 kmake INSTALL_MOD_PATH="$out/modroot" INSTALL_MOD_STRIP=1 modules_install >&2
 touch "$out/.built"
+
+# Older builds of the same source and fragment are superseded: drop them.
+for old in "$CACHE_DIR/build/$version-$(basename "$fragment" .config)-"*; do
+	[ "$old" = "$out" ] || { log "removing superseded build $old"; rm -rf "$old"; }
+done
 echo "$out"
