@@ -9,7 +9,7 @@
 # usage: vm-run.sh [-k KERNEL_BUILD] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
 #   -k  kernel build directory (default: scripts/build-kernel.sh's output)
 #   -t  wall-clock limit for the whole VM run, seconds (default 600)
-#   -o  where to keep serial.log, dmesg.txt and status (default: a new dir under $CACHE_DIR/runs)
+#   -o  where to keep serial.log, test.log, dmesg.txt, status and verdict (default: a new dir under $CACHE_DIR/runs)
 #   -v  also print the serial console while the VM runs
 # Environment: RRS_ACCEL=kvm|tcg forces the accelerator (default: probe KVM once, else TCG);
 #              RRS_VM_MEM (MiB, default 4096), RRS_VM_CPUS (default: host cores, at most 4).
@@ -46,6 +46,10 @@ rm -rf "$run_dir"
 mkdir -p "$run_dir"
 run_dir=$(realpath "$run_dir")
 
+# The guest runs its own copy of the script, from the results share: the test may
+# live anywhere on the host, including under a directory the guest mounts over.
+cp "$test_script" "$run_dir/test.sh"
+
 accel=$("$REPO_ROOT/scripts/vm-accel.sh" "$bzimage")
 cpus=${RRS_VM_CPUS:-$(($(nproc) > 4 ? 4 : $(nproc)))}
 mem=${RRS_VM_MEM:-4096}
@@ -57,7 +61,7 @@ esac
 # Unknown key=value kernel parameters become the environment of init.
 cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
 cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1"
-cmdline+=" RRS_REPO=$REPO_ROOT RRS_TEST=$test_script RRS_ACCEL=$accel"
+cmdline+=" RRS_REPO=$REPO_ROOT RRS_TEST_NAME=$name RRS_ACCEL=$accel"
 [ $# -eq 0 ] || cmdline+=" RRS_ARGS=$(IFS=,; echo "$*")"
 
 log "booting $name ($accel, $cpus cpus, ${mem} MiB, limit ${timeout_s}s), log: $run_dir/serial.log"
@@ -69,6 +73,7 @@ timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
 	-kernel "$bzimage" -append "$cmdline" \
 	-chardev stdio,id=con0,signal=off,logfile="$run_dir/serial.log" -serial chardev:con0 \
 	-virtfs local,path=/,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap \
+	-virtfs local,path="$REPO_ROOT",mount_tag=repo,security_model=none,readonly=on \
 	-virtfs local,path="$kbuild/modroot",mount_tag=kmods,security_model=none,readonly=on \
 	-virtfs local,path="$run_dir",mount_tag=results,security_model=none \
 	</dev/null >"$run_dir/console.out" 2>"$run_dir/qemu.err" &

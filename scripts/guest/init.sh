@@ -1,7 +1,7 @@
 #!/bin/bash
 # PID 1 of the test VM (see scripts/vm-run.sh). The root file system is the host's,
 # read-only over 9p; this script mounts what a test needs, installs the kernel's and
-# the project's modules into a tmpfs /lib/modules, runs $RRS_TEST, writes its exit
+# the project's modules into a tmpfs /lib/modules, runs the test script (copied to the results share), writes its exit
 # status to the results share and reboots (QEMU runs with -no-reboot, so it exits).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TERM=dumb
@@ -17,6 +17,9 @@ mount -t configfs configfs /sys/kernel/config
 mkdir -p /run/results /run/kmods
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /run/results
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro kmods /run/kmods
+# The repository, at the host's path, in case that path lies under one of the tmpfs above.
+mkdir -p "$RRS_REPO" 2>/dev/null
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro repo "$RRS_REPO"
 
 # The host has no /lib/modules for this kernel and the root is read-only, so the
 # kernel's modules and the project's live in a tmpfs tree that modprobe is pointed
@@ -42,12 +45,12 @@ hostname rrs-guest
 ip link set lo up
 echo 8 >/proc/sys/kernel/printk
 
-test_name=$(basename "$RRS_TEST" .sh)
+test_name=$RRS_TEST_NAME
 echo "RRS-BEGIN $test_name (accel $RRS_ACCEL, $(nproc) cpus, kernel $kver)"
 echo "rrs: test $test_name begins" >/dev/kmsg
 IFS=, read -r -a args <<<"${RRS_ARGS:-}"
 cd /tmp
-bash "$RRS_TEST" "${args[@]}" 2>&1 | tee /run/results/test.log
+bash /run/results/test.sh "${args[@]}" 2>&1 | tee /run/results/test.log
 rc=${PIPESTATUS[0]}
 echo "rrs: test $test_name ended with status $rc" >/dev/kmsg
 echo "RRS-TAINT: $(cat /proc/sys/kernel/tainted)"
