@@ -8,6 +8,9 @@
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
+/// The owner name the RDMA core records for this module's verbs objects.
+pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"nvmet_rdma_rs";
+
 use kernel::prelude::*;
 use rdma::{bindings, ClientRegistration, DeviceLog, DEVICE_LOG};
 

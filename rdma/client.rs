@@ -70,11 +70,7 @@ impl<T: ClientHandler> IbClient<T> {
         // SAFETY: `ib_client` is a C struct of pointers, integers and C locks for which
         // all-zeroes is the valid "not yet registered" state `ib_register_client` expects.
         let mut client: bindings::ib_client = unsafe { core::mem::zeroed() };
-        // `CStrExt::as_char_ptr` is not a `const fn`; this is the same cast to the kernel's
-        // unsigned `c_char`.
-        #[allow(clippy::disallowed_methods)]
-        let name = name.as_ptr().cast();
-        client.name = name;
+        client.name = kernel::str::as_char_ptr_in_const_context(name);
         client.add = Some(Self::add_callback);
         client.remove = Some(Self::remove_callback);
         Self {

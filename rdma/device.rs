@@ -45,6 +45,29 @@ impl Device {
         unsafe { (*self.as_raw()).phys_port_cnt }
     }
 
+    /// RDMA READ depths for connection parameters: how many reads the device answers
+    /// (responder resources) and issues (initiator depth) at once, at most 16 each.
+    pub(crate) fn rdma_read_depths(&self) -> (u8, u8) {
+        // SAFETY: `attrs` is filled in before registration and never changes afterwards.
+        let attrs = unsafe { &(*self.as_raw()).attrs };
+        let clamp = |n: i32| n.clamp(1, 16) as u8;
+        (
+            clamp(attrs.max_qp_rd_atom),
+            clamp(attrs.max_qp_init_rd_atom),
+        )
+    }
+
+    /// Whether the device can invalidate a local MR with RDMA READ (iWARP only).
+    pub(crate) fn can_read_with_invalidate(&self) -> bool {
+        self.transport(1) == "iWARP"
+    }
+
+    /// The largest number of pages a fast-registration MR may map on this device.
+    pub(crate) fn max_fast_reg_pages(&self) -> u32 {
+        // SAFETY: as for `rdma_read_depths`.
+        unsafe { (*self.as_raw()).attrs.max_fast_reg_page_list_len }
+    }
+
     /// The transport a port speaks, as named by `rdma link`.
     pub(crate) fn transport(&self, port: u32) -> &'static str {
         // SAFETY: the device is registered (type invariant); the helpers only read its

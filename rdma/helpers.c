@@ -19,3 +19,67 @@ bool rdma_rs_protocol_roce(const struct ib_device *device, u32 port_num)
 {
 	return rdma_protocol_roce(device, port_num);
 }
+
+void rdma_rs_ib_dealloc_pd(struct ib_pd *pd)
+{
+	ib_dealloc_pd(pd);
+}
+
+int rdma_rs_ib_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
+}
+
+void rdma_rs_ib_update_fast_reg_key(struct ib_mr *mr, u8 newkey)
+{
+	ib_update_fast_reg_key(mr, newkey);
+}
+
+int rdma_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			 const struct ib_send_wr **bad_wr)
+{
+	return ib_post_send(qp, wr, bad_wr);
+}
+
+int rdma_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr)
+{
+	return ib_post_recv(qp, wr, bad_wr);
+}
+
+u64 rdma_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+			      enum dma_data_direction direction)
+{
+	return ib_dma_map_single(dev, cpu_addr, size, direction);
+}
+
+void rdma_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction direction)
+{
+	ib_dma_unmap_single(dev, addr, size, direction);
+}
+
+int rdma_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
+{
+	return ib_dma_mapping_error(dev, dma_addr);
+}
+
+void rdma_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+					enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, size, dir);
+}
+
+void rdma_rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t size,
+					   enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_device(dev, addr, size, dir);
+}
+
+/* A one-entry scatterlist describing an already DMA-mapped range, for ib_map_mr_sg(). */
+void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len)
+{
+	sg_init_table(sg, 1);
+	sg_dma_address(sg) = dma_addr;
+	sg_dma_len(sg) = len;
+}

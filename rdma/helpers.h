@@ -11,5 +11,22 @@
 const char *rdma_rs_ib_device_name(const struct ib_device *device);
 bool rdma_rs_protocol_iwarp(const struct ib_device *device, u32 port_num);
 bool rdma_rs_protocol_roce(const struct ib_device *device, u32 port_num);
+void rdma_rs_ib_dealloc_pd(struct ib_pd *pd);
+int rdma_rs_ib_dereg_mr(struct ib_mr *mr);
+void rdma_rs_ib_update_fast_reg_key(struct ib_mr *mr, u8 newkey);
+int rdma_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			 const struct ib_send_wr **bad_wr);
+int rdma_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
+u64 rdma_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+			      enum dma_data_direction direction);
+void rdma_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction direction);
+int rdma_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
+void rdma_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+					enum dma_data_direction dir);
+void rdma_rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t size,
+					   enum dma_data_direction dir);
+void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len);
 
 #endif /* RDMA_RS_HELPERS_H */

@@ -5,6 +5,8 @@
 //! This layer is shared by source: every module of the project includes it with
 //! `#[path = "../rdma/mod.rs"] mod rdma;` and links its C helpers (see `rdma/rdma.mk`).
 //! All `unsafe` code of the project lives here; module code uses the safe types.
+//! Each crate root defines `MODULE_NAME`, the C string the RDMA core records as the
+//! owner of the objects the layer creates (`rdma res show`).
 //!
 //! C headers: [`include/rdma/ib_verbs.h`], [`include/rdma/rdma_cm.h`], [`include/rdma/rw.h`].
 //!
@@ -15,11 +17,53 @@
 // Each module uses a different part of the layer.
 #![allow(dead_code)]
 
+pub(crate) mod addr;
 pub(crate) mod bindings;
 pub(crate) mod client;
+pub(crate) mod cm;
+pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod device_log;
+pub(crate) mod dma;
+pub(crate) mod mr;
+pub(crate) mod param;
+pub(crate) mod pd;
+pub(crate) mod qp;
 
+// Each module uses a different part of the layer, so some re-exports go unused.
+#[allow(unused_imports)]
+pub(crate) use addr::SocketAddr;
+#[allow(unused_imports)]
 pub(crate) use client::{ClientHandler, ClientRegistration, IbClient};
+#[allow(unused_imports)]
+pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, QpCaps};
+#[allow(unused_imports)]
+pub(crate) use cq::{Cq, PollContext};
+#[allow(unused_imports)]
 pub(crate) use device::Device;
+#[allow(unused_imports)]
 pub(crate) use device_log::{DeviceLog, DEVICE_LOG};
+#[allow(unused_imports)]
+pub(crate) use dma::DmaBuf;
+#[allow(unused_imports)]
+pub(crate) use mr::Mr;
+#[allow(unused_imports)]
+pub(crate) use pd::Pd;
+#[allow(unused_imports)]
+pub(crate) use qp::{Local, Qp, RemoteBuf, SendOp, WorkCompletion};
+
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// Converts a pointer the RDMA core returns (valid, or an `ERR_PTR`, never null) to a
+/// `Result`.
+fn from_err_ptr<T>(ptr: *mut T) -> Result<NonNull<T>> {
+    let ptr = kernel::error::from_err_ptr(ptr)?;
+    NonNull::new(ptr).ok_or(ENOMEM)
+}
+
+/// The kernel error for a positive errno constant from the bindings, for the codes
+/// `kernel::error::code` does not name.
+pub(crate) fn errno(code: u32) -> Error {
+    Error::from_errno(-(code as i32))
+}

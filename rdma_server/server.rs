@@ -8,6 +8,9 @@
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
+/// The owner name the RDMA core records for this module's verbs objects.
+pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"rdma_server";
+
 use kernel::prelude::*;
 use rdma::{ClientRegistration, DeviceLog, DEVICE_LOG};
 

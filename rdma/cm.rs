@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA CM ids (`struct rdma_cm_id`): addressing, connection management, and the QP.
+//!
+//! A [`CmId`] owns its id, its handler (an `Arc<T>` stored as the id's context) and,
+//! once created, its QP with the PD and CQ under it. Dropping it drains the QP (every
+//! posted work request completes, flushed if need be), destroys QP, CQ and PD, and then
+//! the id: in that order, because the device may go away as soon as its last id does.
+//!
+//! # Deadlocks
+//!
+//! The RDMA core delivers events with the id's handler mutex held, so a `CmId` must not
+//! be dropped (nor `accept`ed, nor `connect`ed) from inside its own handler: handlers
+//! hand such work to a work item, as the C users of RDMA CM do.
+
+use super::{addr::SocketAddr, bindings, qp::Qp, Cq, Device, Pd};
+use core::{cell::Cell, marker::PhantomData, ptr::NonNull};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
+
+/// The events of `enum rdma_cm_event_type` a handler sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CmEventKind {
+    AddrResolved,
+    AddrError,
+    RouteResolved,
+    RouteError,
+    ConnectRequest,
+    ConnectResponse,
+    ConnectError,
+    Unreachable,
+    Rejected,
+    Established,
+    Disconnected,
+    DeviceRemoval,
+    AddrChange,
+    TimewaitExit,
+    /// Anything else (multicast, internal).
+    Other(u32),
+}
+
+impl CmEventKind {
+    fn from_raw(raw: u32) -> Self {
+        match raw {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => Self::AddrResolved,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => Self::AddrError,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => Self::RouteResolved,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => Self::RouteError,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST => Self::ConnectRequest,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_RESPONSE => Self::ConnectResponse,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => Self::ConnectError,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => Self::Unreachable,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => Self::Rejected,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => Self::Established,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => Self::Disconnected,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => Self::DeviceRemoval,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE => Self::AddrChange,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT => Self::TimewaitExit,
+            other => Self::Other(other),
+        }
+    }
+}
+
+/// An event, borrowed for the duration of the handler call.
+pub(crate) struct CmEvent<'a> {
+    raw: &'a bindings::rdma_cm_event,
+    id: *mut bindings::rdma_cm_id,
+}
+
+impl CmEvent<'_> {
+    /// What happened.
+    pub(crate) fn kind(&self) -> CmEventKind {
+        CmEventKind::from_raw(self.raw.event)
+    }
+
+    /// The event's status: an errno, or a reject reason for `Rejected`.
+    pub(crate) fn status(&self) -> i32 {
+        self.raw.status
+    }
+
+    /// The event's name as RDMA CM spells it, e.g. `RDMA_CM_EVENT_ESTABLISHED`.
+    pub(crate) fn name(&self) -> &'static CStr {
+        // SAFETY: `rdma_event_msg` returns a static string for any value.
+        unsafe { CStr::from_char_ptr(bindings::rdma_event_msg(self.raw.event)) }
+    }
+
+    /// For `Rejected`: the reason as text.
+    pub(crate) fn reject_reason(&self) -> &'static CStr {
+        // SAFETY: the id is live during the handler call; the string is static.
+        unsafe { CStr::from_char_ptr(bindings::rdma_reject_msg(self.id, self.raw.status)) }
+    }
+
+    /// The private data of a connect request, response or reject (may be padded by
+    /// the transport: InfiniBand/RoCE pad it to a fixed length).
+    pub(crate) fn private_data(&self) -> &[u8] {
+        // SAFETY: `conn` is the member in use for connection events.
+        let conn = unsafe { &self.raw.param.conn };
+        if conn.private_data.is_null() {
+            return &[];
+        }
+        // SAFETY: the core provides `private_data_len` readable bytes for the call.
+        unsafe {
+            core::slice::from_raw_parts(
+                conn.private_data.cast::<u8>(),
+                conn.private_data_len.into(),
+            )
+        }
+    }
+}
+
+/// Receives the events of the ids it is the handler of.
+pub(crate) trait CmHandler: Send + Sync + Sized + 'static {
+    /// An event on an id this handler owns. Runs in process context, with the id's handler
+    /// mutex held (see the module documentation).
+    fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>);
+
+    /// A connection request on a listening id. To take it, call [`ConnectRequest::adopt`]
+    /// and hand the new id to a work item that sets it up and accepts or rejects it; if
+    /// the request is not adopted, RDMA CM rejects and destroys it. The default refuses.
+    fn connect_request(_this: ArcBorrow<'_, Self>, _request: ConnectRequest<'_>) {}
+}
+
+/// A connection request, valid during the listener's handler call.
+pub(crate) struct ConnectRequest<'a> {
+    id: NonNull<bindings::rdma_cm_id>,
+    event: CmEvent<'a>,
+    adopted: &'a Cell<bool>,
+}
+
+impl ConnectRequest<'_> {
+    /// The event (private data, and so on).
+    pub(crate) fn event(&self) -> &CmEvent<'_> {
+        &self.event
+    }
+
+    /// The device the request arrived on.
+    pub(crate) fn device(&self) -> &Device {
+        // SAFETY: a connect request's id is bound to a registered device, which stays so
+        // at least while the id exists.
+        unsafe { Device::from_raw((*self.id.as_ptr()).device) }
+    }
+
+    /// The peer's address.
+    pub(crate) fn peer(&self) -> SocketAddr {
+        peer_of(self.id)
+    }
+
+    /// Takes the request: future events of the new id go to `handler`, which the returned
+    /// [`CmId`] owns. The caller must not drop the id in this handler call.
+    pub(crate) fn adopt<C: CmHandler>(self, handler: Arc<C>) -> CmId<C> {
+        let id = self.id.as_ptr();
+        // SAFETY: the core holds the new id's handler mutex during this call, so no event
+        // is delivered while its handler and context change; from here on the context is
+        // an `Arc<C>` the returned `CmId` owns.
+        unsafe {
+            (*id).context = handler.into_raw().cast_mut().cast();
+            (*id).event_handler = Some(cm_handler::<C>);
+        }
+        self.adopted.set(true);
+        CmId {
+            id: self.id,
+            verbs: None,
+            _handler: PhantomData,
+        }
+    }
+}
+
+fn peer_of(id: NonNull<bindings::rdma_cm_id>) -> SocketAddr {
+    // SAFETY: the id is live; its destination address is a `sockaddr_storage`.
+    unsafe { SocketAddr::from_raw(core::ptr::from_ref(&(*id.as_ptr()).route.addr.dst_addr)) }
+}
+
+/// The RDMA CM event trampoline for ids whose context is an `Arc<T>`.
+///
+/// # Safety
+///
+/// Called by RDMA CM with a live id whose `context` is the raw pointer of an `Arc<T>`
+/// kept alive by the id's owner (a [`CmId<T>`], or for a connect request the listener's).
+unsafe extern "C" fn cm_handler<T: CmHandler>(
+    id: *mut bindings::rdma_cm_id,
+    event: *mut bindings::rdma_cm_event,
+) -> c_int {
+    // SAFETY: see the function's safety section: the `Arc<T>` outlives the id's events,
+    // since its owner destroys the id (which waits for handlers) before releasing it.
+    let this = unsafe { ArcBorrow::<T>::from_raw((*id).context.cast::<T>()) };
+    let event = CmEvent {
+        // SAFETY: the core passes a valid event for the duration of the call.
+        raw: unsafe { &*event },
+        id,
+    };
+    if event.kind() != CmEventKind::ConnectRequest {
+        T::event(this, &event);
+        return 0;
+    }
+    let adopted = Cell::new(false);
+    let request = ConnectRequest {
+        // SAFETY: the core never passes a null id.
+        id: unsafe { NonNull::new_unchecked(id) },
+        event,
+        adopted: &adopted,
+    };
+    T::connect_request(this, request);
+    // A non-zero return makes RDMA CM destroy the new id, which nobody owns.
+    if adopted.get() {
+        0
+    } else {
+        -(bindings::ECONNREFUSED as c_int)
+    }
+}
+
+/// Sizes of a QP.
+#[derive(Clone, Copy)]
+pub(crate) struct QpCaps {
+    /// Send queue depth.
+    pub(crate) send_wr: u32,
+    /// Receive queue depth.
+    pub(crate) recv_wr: u32,
+}
+
+/// The verbs objects under a CM id's QP, freed after the QP (field order matters).
+struct Verbs {
+    cq: Cq,
+    pd: Pd,
+}
+
+/// An owned RDMA CM id with handler `T`; see the module documentation.
+///
+/// # Invariants
+///
+/// `id` is live until `Drop`; its context is `Arc::into_raw` of an `Arc<T>` this value
+/// owns; `verbs` is `Some` exactly when `id->qp` was created by [`CmId::create_qp`].
+pub(crate) struct CmId<T: CmHandler> {
+    id: NonNull<bindings::rdma_cm_id>,
+    verbs: Option<Verbs>,
+    _handler: PhantomData<Arc<T>>,
+}
+
+// SAFETY: the id may be used and destroyed from any thread (process context).
+unsafe impl<T: CmHandler> Send for CmId<T> {}
+// SAFETY: `&CmId` methods only pass the pointer to RDMA CM calls that lock internally.
+unsafe impl<T: CmHandler> Sync for CmId<T> {}
+
+/// How long address and route resolution may take.
+pub(crate) const RESOLVE_TIMEOUT_MS: usize = 2000;
+
+impl<T: CmHandler> CmId<T> {
+    /// Creates a reliable-connected (`RDMA_PS_TCP`) id in the initial network namespace.
+    pub(crate) fn new(handler: Arc<T>) -> Result<Self> {
+        let context = handler.into_raw();
+        // SAFETY: `init_net` is the static initial namespace; the trampoline matches the
+        // context, an `Arc<T>` whose ownership passes to the returned id.
+        let id = unsafe {
+            bindings::__rdma_create_kernel_id(
+                core::ptr::addr_of_mut!(bindings::init_net),
+                Some(cm_handler::<T>),
+                context.cast_mut().cast(),
+                bindings::rdma_ucm_port_space_RDMA_PS_TCP,
+                bindings::ib_qp_type_IB_QPT_RC,
+                crate::MODULE_NAME.as_char_ptr(),
+            )
+        };
+        match super::from_err_ptr(id) {
+            Ok(id) => Ok(Self {
+                id,
+                verbs: None,
+                _handler: PhantomData,
+            }),
+            Err(e) => {
+                // SAFETY: creation failed, so the context was not taken: reclaim it.
+                drop(unsafe { Arc::from_raw(context) });
+                Err(e)
+            }
+        }
+    }
+
+    fn raw(&self) -> *mut bindings::rdma_cm_id {
+        self.id.as_ptr()
+    }
+
+    /// Binds to a local address (the wildcard address binds to all devices).
+    pub(crate) fn bind(&self, addr: &SocketAddr) -> Result {
+        // SAFETY: the id is live; `addr` is a valid socket address for the call.
+        to_result(unsafe { bindings::rdma_bind_addr(self.raw(), addr.as_raw()) })
+    }
+
+    /// Listens for connection requests (after [`CmId::bind`]).
+    pub(crate) fn listen(&self, backlog: i32) -> Result {
+        // SAFETY: the id is live.
+        to_result(unsafe { bindings::rdma_listen(self.raw(), backlog) })
+    }
+
+    /// Starts resolving `dst` to a device; `AddrResolved` or `AddrError` follows.
+    pub(crate) fn resolve_addr(&self, dst: &SocketAddr) -> Result {
+        // SAFETY: the id is live; `dst` is valid for the call (RDMA CM copies it).
+        to_result(unsafe {
+            bindings::rdma_resolve_addr(
+                self.raw(),
+                core::ptr::null_mut(),
+                dst.as_raw(),
+                RESOLVE_TIMEOUT_MS,
+            )
+        })
+    }
+
+    /// Starts resolving the route; `RouteResolved` or `RouteError` follows.
+    pub(crate) fn resolve_route(&self) -> Result {
+        // SAFETY: the id is live.
+        to_result(unsafe { bindings::rdma_resolve_route(self.raw(), RESOLVE_TIMEOUT_MS) })
+    }
+
+    /// The device the id is bound to, once an address is resolved or a request arrived.
+    pub(crate) fn device(&self) -> Option<&Device> {
+        // SAFETY: the id is live; a bound id keeps its device registered while it exists.
+        let device = unsafe { (*self.raw()).device };
+        // SAFETY: non-null devices of a live id are registered (see above).
+        (!device.is_null()).then(|| unsafe { Device::from_raw(device) })
+    }
+
+    /// The peer's address.
+    pub(crate) fn peer(&self) -> SocketAddr {
+        peer_of(self.id)
+    }
+
+    /// Creates the QP (RC, one SGE each way, every request signalled) on a new CQ of
+    /// `send_wr + recv_wr + 1` entries and the given PD. Fails with `EEXIST` if the id
+    /// has a QP already, `ENODEV` if it is not bound to a device yet.
+    pub(crate) fn create_qp(&mut self, pd: Pd, caps: QpCaps, poll: super::PollContext) -> Result {
+        if self.verbs.is_some() {
+            return Err(EEXIST);
+        }
+        let device = self.device().ok_or(ENODEV)?;
+        // One extra entry each for the drain marker `ib_drain_qp` posts.
+        let cq = Cq::new(device, caps.send_wr + caps.recv_wr + 2, 0, poll)?;
+        // SAFETY: all-zeroes is a valid, empty QP attribute set.
+        let mut attr: bindings::ib_qp_init_attr = unsafe { core::mem::zeroed() };
+        attr.send_cq = cq.as_raw();
+        attr.recv_cq = cq.as_raw();
+        attr.cap.max_send_wr = caps.send_wr + 1;
+        attr.cap.max_recv_wr = caps.recv_wr + 1;
+        attr.cap.max_send_sge = 1;
+        attr.cap.max_recv_sge = 1;
+        attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
+        attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
+        // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr` is
+        // valid for the call.
+        to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.as_raw(), &mut attr) })?;
+        self.verbs = Some(Verbs { cq, pd });
+        Ok(())
+    }
+
+    /// The QP, once created.
+    pub(crate) fn qp(&self) -> Option<Qp<'_>> {
+        self.verbs.as_ref()?;
+        // SAFETY: the id is live and `verbs` says it has a QP.
+        let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
+        // SAFETY: the QP lives as long as `self` is borrowed, and `Drop` drains it before
+        // destroying it.
+        Some(unsafe { Qp::from_raw(qp) })
+    }
+
+    /// The PD under the QP, once created.
+    pub(crate) fn pd(&self) -> Option<&Pd> {
+        self.verbs.as_ref().map(|verbs| &verbs.pd)
+    }
+
+    fn conn_param(&self, private_data: &[u8]) -> Result<bindings::rdma_conn_param> {
+        let device = self.device().ok_or(ENODEV)?;
+        // SAFETY: all-zeroes is a valid connection parameter set.
+        let mut param: bindings::rdma_conn_param = unsafe { core::mem::zeroed() };
+        param.private_data = private_data.as_ptr().cast();
+        param.private_data_len = u8::try_from(private_data.len()).map_err(|_| EINVAL)?;
+        let (responder, initiator) = device.rdma_read_depths();
+        param.responder_resources = responder;
+        param.initiator_depth = initiator;
+        param.retry_count = 7;
+        param.rnr_retry_count = 7;
+        // SAFETY: the id is live; a QP exists when the caller connects or accepts.
+        param.qp_num = unsafe { (*(*self.raw()).qp).qp_num };
+        Ok(param)
+    }
+
+    /// Connects (after `RouteResolved`, with a QP); `Established` or an error event
+    /// follows. Not from this id's handler.
+    pub(crate) fn connect(&self, private_data: &[u8]) -> Result {
+        if self.verbs.is_none() {
+            return Err(super::errno(bindings::ENOTCONN));
+        }
+        let mut param = self.conn_param(private_data)?;
+        // SAFETY: the id is live and routed; `param` and its private data outlive the call.
+        to_result(unsafe { bindings::rdma_connect(self.raw(), &mut param) })
+    }
+
+    /// Accepts an adopted connection request (with a QP and receives posted). Not from
+    /// this id's handler.
+    pub(crate) fn accept(&self, private_data: &[u8]) -> Result {
+        if self.verbs.is_none() {
+            return Err(super::errno(bindings::ENOTCONN));
+        }
+        let mut param = self.conn_param(private_data)?;
+        // SAFETY: the id is live; `rdma_accept` requires the handler mutex, which we take
+        // here, outside any handler of this id; `param` outlives the call.
+        let ret = unsafe {
+            bindings::rdma_lock_handler(self.raw());
+            let ret = bindings::rdma_accept(self.raw(), &mut param);
+            bindings::rdma_unlock_handler(self.raw());
+            ret
+        };
+        to_result(ret)
+    }
+
+    /// Rejects an adopted connection request.
+    pub(crate) fn reject(&self) -> Result {
+        // SAFETY: the id is live; `IB_CM_REJ_CONSUMER_DEFINED` is a valid reason.
+        to_result(unsafe {
+            bindings::rdma_reject(
+                self.raw(),
+                core::ptr::null(),
+                0,
+                bindings::ib_cm_rej_reason_IB_CM_REJ_CONSUMER_DEFINED as u8,
+            )
+        })
+    }
+
+    /// Starts a disconnect; `Disconnected` follows on both sides.
+    pub(crate) fn disconnect(&self) -> Result {
+        // SAFETY: the id is live; `rdma_disconnect` may be called from any context that
+        // may sleep, including handlers.
+        to_result(unsafe { bindings::rdma_disconnect(self.raw()) })
+    }
+}
+
+impl<T: CmHandler> Drop for CmId<T> {
+    fn drop(&mut self) {
+        if let Some(verbs) = self.verbs.take() {
+            // SAFETY: the QP exists (invariant); draining from this process context,
+            // never a completion callback of its CQ, completes every posted request.
+            unsafe {
+                bindings::ib_drain_qp((*self.raw()).qp);
+                bindings::rdma_destroy_qp(self.raw());
+            }
+            drop(verbs);
+        }
+        // SAFETY: the id is live (invariant).
+        let context = unsafe { (*self.raw()).context.cast::<T>() };
+        // SAFETY: the id is live and, by the module's rule, not dropped from its own
+        // handler. `rdma_destroy_id` waits for running handlers; none run afterwards.
+        unsafe { bindings::rdma_destroy_id(self.raw()) };
+        // SAFETY: the context is the `Arc<T>` this id owned; no handler can use it now.
+        drop(unsafe { Arc::<T>::from_raw(context) });
+    }
+}
+
+fn to_result(ret: c_int) -> Result {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(Error::from_errno(ret))
+    }
+}

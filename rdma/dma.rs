@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! DMA-mapped buffers for SEND/RECV and RDMA READ/WRITE.
+
+use super::{bindings, Device};
+use kernel::{prelude::*, sync::Arc};
+
+/// A kmalloc'd, DMA-mapped (bidirectional) buffer. Cloning shares it: posted work
+/// requests hold a clone, so the memory stays mapped until their completion ran.
+///
+/// The device may write the buffer at any time while a receive or RDMA READ into it is
+/// posted, so the CPU never borrows it: data moves in and out by copy, with the DMA
+/// syncs the streaming DMA API asks for.
+#[derive(Clone)]
+pub(crate) struct DmaBuf(Arc<Mapping>);
+
+/// # Invariants
+///
+/// `memory` is `len` bytes, mapped at `dma` on `device`, from creation to `Drop`.
+struct Mapping {
+    memory: KVec<u8>,
+    cpu: *mut u8,
+    dma: u64,
+    len: usize,
+    device: *mut bindings::ib_device,
+}
+
+// SAFETY: the raw pointers are a kernel allocation owned by the mapping and a device
+// handle; both may be used from any thread.
+unsafe impl Send for Mapping {}
+// SAFETY: shared access goes through `copy_in`/`copy_out`, which copy through raw
+// pointers; concurrent device writes are the documented DMA contract.
+unsafe impl Sync for Mapping {}
+
+impl DmaBuf {
+    /// Allocates `len` zeroed bytes and maps them for `device`.
+    pub(crate) fn new(device: &Device, len: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        let mut memory = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+        let cpu = memory.as_mut_ptr();
+        // SAFETY: `cpu` is `len` bytes of kmalloc memory, which the DMA API may map.
+        let dma = unsafe {
+            bindings::rdma_rs_ib_dma_map_single(
+                device.as_raw(),
+                cpu.cast(),
+                len,
+                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+            )
+        };
+        // SAFETY: `dma` was just returned by the map call on this device.
+        if unsafe { bindings::rdma_rs_ib_dma_mapping_error(device.as_raw(), dma) } != 0 {
+            return Err(ENOMEM);
+        }
+        let mapping = Mapping {
+            memory,
+            cpu,
+            dma,
+            len,
+            device: device.as_raw(),
+        };
+        Ok(Self(Arc::new(mapping, GFP_KERNEL)?))
+    }
+
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len
+    }
+
+    /// The DMA address of byte `offset`.
+    pub(crate) fn dma_addr(&self, offset: usize) -> u64 {
+        self.0.dma + offset as u64
+    }
+
+    /// Copies `data` into the buffer at `offset`, then hands the range to the device.
+    pub(crate) fn copy_in(&self, offset: usize, data: &[u8]) -> Result {
+        let end = offset.checked_add(data.len()).ok_or(EINVAL)?;
+        if end > self.0.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `offset..end` lies inside the allocation (checked above); the source is
+        // a distinct Rust slice.
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr(), self.0.cpu.add(offset), data.len())
+        };
+        self.sync_for_device();
+        Ok(())
+    }
+
+    /// Fills `len` bytes at `offset` with `byte`, then hands the range to the device.
+    pub(crate) fn fill(&self, offset: usize, len: usize, byte: u8) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.0.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `offset..end` lies inside the allocation (checked above).
+        unsafe { core::ptr::write_bytes(self.0.cpu.add(offset), byte, len) };
+        self.sync_for_device();
+        Ok(())
+    }
+
+    /// Takes the buffer back from the device and copies `out.len()` bytes from `offset`.
+    pub(crate) fn copy_out(&self, offset: usize, out: &mut [u8]) -> Result {
+        let end = offset.checked_add(out.len()).ok_or(EINVAL)?;
+        if end > self.0.len {
+            return Err(EINVAL);
+        }
+        self.sync_for_cpu();
+        // SAFETY: `offset..end` lies inside the allocation (checked above); the target is
+        // a distinct Rust slice.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.0.cpu.add(offset), out.as_mut_ptr(), out.len())
+        };
+        Ok(())
+    }
+
+    /// Compares `len` bytes at `offset` with those of `other` at the same offset; returns
+    /// the offset of the first difference.
+    pub(crate) fn first_difference(&self, other: &DmaBuf, len: usize) -> Result<Option<usize>> {
+        if len > self.0.len || len > other.0.len {
+            return Err(EINVAL);
+        }
+        self.sync_for_cpu();
+        other.sync_for_cpu();
+        for i in 0..len {
+            // SAFETY: `i < len`, inside both allocations (checked above).
+            let (a, b) = unsafe { (self.0.cpu.add(i).read(), other.0.cpu.add(i).read()) };
+            if a != b {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    fn sync_for_cpu(&self) {
+        // SAFETY: the mapping is live (type invariant of `Mapping`).
+        unsafe {
+            bindings::rdma_rs_ib_dma_sync_single_for_cpu(
+                self.0.device,
+                self.0.dma,
+                self.0.len,
+                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+            )
+        };
+    }
+
+    fn sync_for_device(&self) {
+        // SAFETY: the mapping is live (type invariant of `Mapping`).
+        unsafe {
+            bindings::rdma_rs_ib_dma_sync_single_for_device(
+                self.0.device,
+                self.0.dma,
+                self.0.len,
+                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+            )
+        };
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: mapped at creation on this device (type invariant); no work request uses
+        // it any more, since posted ones hold a clone of the `DmaBuf`.
+        unsafe {
+            bindings::rdma_rs_ib_dma_unmap_single(
+                self.device,
+                self.dma,
+                self.len,
+                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+            )
+        };
+        // `memory` is freed after this, once unmapped.
+        let _ = &self.memory;
+    }
+}

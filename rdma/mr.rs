@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Fast-registration memory regions (`ib_alloc_mr`, `ib_map_mr_sg`, `IB_WR_REG_MR`).
+//!
+//! An [`Mr`] tracks its registration state, so the usual mistakes are errors rather than
+//! remote access faults: its key can only be advertised ([`Mr::remote`]) once a
+//! registration completed successfully, a valid MR must be invalidated (locally or by the
+//! peer) before it is mapped again, and every registration is signalled.
+
+use super::{bindings, qp::RemoteBuf, DmaBuf, Pd};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU8, Ordering},
+};
+use kernel::{prelude::*, sync::Arc};
+
+const INVALID: u8 = 0;
+const REGISTERING: u8 = 1;
+const VALID: u8 = 2;
+const INVALIDATING: u8 = 3;
+
+/// A fast-registration MR. Clones share it; posted work requests hold a clone.
+#[derive(Clone)]
+pub(crate) struct Mr(Arc<Region>);
+
+/// # Invariants
+///
+/// `mr` came from `ib_alloc_mr` and is deregistered only in `Drop`.
+struct Region {
+    mr: NonNull<bindings::ib_mr>,
+    max_pages: u32,
+    state: AtomicU8,
+    mapped_len: core::sync::atomic::AtomicU32,
+}
+
+// SAFETY: an MR handle may be used from any thread; state changes are atomic.
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Mr {
+    /// Allocates an MR on `pd` that can map up to `max_pages` pages.
+    pub(crate) fn new(pd: &Pd, max_pages: u32) -> Result<Self> {
+        // SAFETY: `pd` is live for the call.
+        let mr = unsafe {
+            bindings::ib_alloc_mr(
+                pd.as_raw(),
+                bindings::ib_mr_type_IB_MR_TYPE_MEM_REG,
+                max_pages,
+            )
+        };
+        let mr = super::from_err_ptr(mr)?;
+        let region = Region {
+            mr,
+            max_pages,
+            state: AtomicU8::new(INVALID),
+            mapped_len: core::sync::atomic::AtomicU32::new(0),
+        };
+        Ok(Self(Arc::new(region, GFP_KERNEL)?))
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_mr {
+        self.0.mr.as_ptr()
+    }
+
+    /// The MR's current lkey.
+    pub(crate) fn lkey(&self) -> u32 {
+        // SAFETY: the MR is live; keys change only in `map`, under the INVALID state.
+        unsafe { (*self.as_raw()).lkey }
+    }
+
+    /// The MR's current rkey.
+    pub(crate) fn rkey(&self) -> u32 {
+        // SAFETY: as for `lkey`.
+        unsafe { (*self.as_raw()).rkey }
+    }
+
+    /// Maps `len` bytes of `buf` at `offset` into the (invalid) MR and rotates its key, so a
+    /// peer holding the previous key cannot use the new registration.
+    pub(crate) fn map(&self, buf: &DmaBuf, offset: usize, len: u32) -> Result {
+        if self.0.state.load(Ordering::Acquire) != INVALID {
+            return Err(EBUSY);
+        }
+        let end = offset.checked_add(len as usize).ok_or(EINVAL)?;
+        if len == 0 || end > buf.len() {
+            return Err(EINVAL);
+        }
+        let page = kernel::page::PAGE_SIZE as u64;
+        let first = buf.dma_addr(offset) / page;
+        let last = (buf.dma_addr(offset) + u64::from(len) - 1) / page;
+        if last - first + 1 > u64::from(self.0.max_pages) {
+            return Err(E2BIG);
+        }
+        // SAFETY: all-zeroes is a valid scatterlist entry before initialisation.
+        let mut sg: bindings::scatterlist = unsafe { core::mem::zeroed() };
+        // SAFETY: `sg` is a single local entry; the helper marks it the end of the table
+        // and sets its DMA address and length to a range of `buf`'s mapping.
+        unsafe { bindings::rdma_rs_sg_set_dma(&mut sg, buf.dma_addr(offset), len) };
+        let key = (self.rkey().wrapping_add(1) & 0xff) as u8;
+        // SAFETY: the MR is live and not registered (state INVALID), so its key may change
+        // and it may be mapped; `sg` lives for the call.
+        let mapped = unsafe {
+            bindings::rdma_rs_ib_update_fast_reg_key(self.as_raw(), key);
+            bindings::ib_map_mr_sg(
+                self.as_raw(),
+                &mut sg,
+                1,
+                core::ptr::null_mut(),
+                page as u32,
+            )
+        };
+        if mapped != 1 {
+            return Err(if mapped < 0 {
+                Error::from_errno(mapped)
+            } else {
+                EINVAL
+            });
+        }
+        self.0.mapped_len.store(len, Ordering::Release);
+        Ok(())
+    }
+
+    /// The address, length and rkey to advertise: only once registered.
+    pub(crate) fn remote(&self) -> Result<RemoteBuf> {
+        if self.0.state.load(Ordering::Acquire) != VALID {
+            return Err(super::errno(bindings::ENOKEY));
+        }
+        // SAFETY: the MR is live and registered; `iova` is fixed until the next `map`.
+        let addr = unsafe { (*self.as_raw()).iova };
+        Ok(RemoteBuf {
+            addr,
+            rkey: self.rkey(),
+            len: self.0.mapped_len.load(Ordering::Acquire),
+        })
+    }
+
+    /// Whether the MR is registered.
+    pub(crate) fn is_valid(&self) -> bool {
+        self.0.state.load(Ordering::Acquire) == VALID
+    }
+
+    /// The peer invalidated `rkey` with SEND_WITH_INV: if it is this MR's key, the MR is
+    /// invalid now. A different key is `EINVAL` (the MR stays as it was).
+    pub(crate) fn note_remote_invalidate(&self, rkey: u32) -> Result {
+        if rkey != self.rkey() {
+            return Err(EINVAL);
+        }
+        self.0
+            .state
+            .compare_exchange(VALID, INVALID, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| EINVAL)
+    }
+
+    /// A registration (`effect` Registered) or invalidation is about to be posted.
+    pub(super) fn begin(&self, effect: super::qp::MrEffectKind) -> Result {
+        let (from, to) = match effect {
+            super::qp::MrEffectKind::Registered => (INVALID, REGISTERING),
+            super::qp::MrEffectKind::Invalidated => (VALID, INVALIDATING),
+        };
+        self.0
+            .state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| EBUSY)
+    }
+
+    /// The posted registration or invalidation completed (`ok`) or failed.
+    pub(super) fn complete(&self, effect: super::qp::MrEffectKind, ok: bool) {
+        let state = match (effect, ok) {
+            (super::qp::MrEffectKind::Registered, true) => VALID,
+            (super::qp::MrEffectKind::Invalidated, true) => INVALID,
+            // A failed work request leaves the MR unusable until reset: treat it as invalid,
+            // which forces a new map (and key) before it is used again.
+            (_, false) => INVALID,
+        };
+        self.0.state.store(state, Ordering::Release);
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: live by the type invariant; no work request holds it (they hold clones).
+        unsafe { bindings::rdma_rs_ib_dereg_mr(self.mr.as_ptr()) };
+    }
+}

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains (`struct ib_pd`).
+
+use super::{bindings, Device};
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// An owned protection domain; deallocated on drop.
+///
+/// # Invariants
+///
+/// `pd` came from `__ib_alloc_pd` and is deallocated only in `Drop`.
+pub(crate) struct Pd {
+    pd: NonNull<bindings::ib_pd>,
+}
+
+// SAFETY: a PD is a handle the RDMA core lets any thread use.
+unsafe impl Send for Pd {}
+// SAFETY: shared use only reads immutable fields (keys) or passes the pointer to the core.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    /// Allocates a PD on `device`. With `global_rkey`, the PD also gets the device-wide
+    /// DMA rkey (`IB_PD_UNSAFE_GLOBAL_RKEY`) that krping's `mem_mode=dma` advertises.
+    pub(crate) fn new(device: &Device, global_rkey: bool) -> Result<Self> {
+        let flags = if global_rkey {
+            bindings::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY
+        } else {
+            0
+        };
+        // SAFETY: `device` is registered (type invariant of `Device`); the caller name is a
+        // static C string.
+        let pd = unsafe {
+            bindings::__ib_alloc_pd(device.as_raw(), flags, crate::MODULE_NAME.as_char_ptr())
+        };
+        let pd = super::from_err_ptr(pd)?;
+        Ok(Self { pd })
+    }
+
+    /// The raw pointer, for the layer's calls into the RDMA core.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_pd {
+        self.pd.as_ptr()
+    }
+
+    /// The lkey that covers all DMA-mapped memory of the device.
+    pub(crate) fn local_dma_lkey(&self) -> u32 {
+        // SAFETY: `local_dma_lkey` is set at allocation and never changes.
+        unsafe { (*self.as_raw()).local_dma_lkey }
+    }
+
+    /// The device-wide rkey, if the PD was allocated with `global_rkey`.
+    pub(crate) fn global_rkey(&self) -> Option<u32> {
+        // SAFETY: `unsafe_global_rkey` is set at allocation and never changes.
+        let rkey = unsafe { (*self.as_raw()).unsafe_global_rkey };
+        (rkey != 0).then_some(rkey)
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the PD is live; users (QPs, MRs) hold it borrowed
+        // or are dropped first, so nothing uses it any more.
+        unsafe { bindings::rdma_rs_ib_dealloc_pd(self.as_raw()) };
+    }
+}
