@@ -72,9 +72,8 @@ impl SocketAddr {
     /// `ptr` points to a valid `sockaddr_storage`.
     pub(crate) unsafe fn from_raw(ptr: *const bindings::__kernel_sockaddr_storage) -> Self {
         // SAFETY: the caller guarantees `ptr` is valid for reads.
-        Self {
-            storage: unsafe { ptr.read() },
-        }
+        let storage = unsafe { ptr.read() };
+        Self { storage }
     }
 
     /// The pointer RDMA CM calls take.
