@@ -11,6 +11,12 @@ pub(crate) struct SocketAddr {
     storage: bindings::__kernel_sockaddr_storage,
 }
 
+// SAFETY: a socket address is plain data; the pointer member of the storage's union only
+// gives it its alignment and is never dereferenced.
+unsafe impl Send for SocketAddr {}
+// SAFETY: as above.
+unsafe impl Sync for SocketAddr {}
+
 impl SocketAddr {
     /// Parses an IPv4 (`10.0.0.1`) or IPv6 (`fd00::1`) literal; an empty string is the
     /// IPv4 wildcard address. Anything else is `EINVAL`.
@@ -100,9 +106,9 @@ impl SocketAddr {
     }
 }
 
-impl kernel::fmt::Display for SocketAddr {
+impl core::fmt::Display for SocketAddr {
     /// `10.0.0.1:7174` or `[fd00::1]:7174`, as the kernel's `%pISpc` prints them.
-    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let mut text = [0u8; 64];
         // SAFETY: `snprintf` writes at most `text.len()` bytes, NUL included; `%pISpc`
         // reads a `sockaddr` of the family it names, which `storage` holds.
@@ -116,5 +122,12 @@ impl kernel::fmt::Display for SocketAddr {
         };
         let n = usize::try_from(n).unwrap_or(0).min(text.len() - 1);
         f.write_str(core::str::from_utf8(&text[..n]).unwrap_or("?"))
+    }
+}
+
+// `pr_*!` format through `kernel::fmt::Display`.
+impl kernel::fmt::Display for SocketAddr {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        core::fmt::Display::fmt(self, f)
     }
 }

@@ -86,9 +86,9 @@ impl Device {
     }
 }
 
-impl kernel::fmt::Display for Device {
+impl core::fmt::Display for Device {
     /// `rxe0 (1 port, RoCE)`: the name and what its first port speaks.
-    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let ports = self.port_count();
         let plural = if ports == 1 { "" } else { "s" };
         write!(
@@ -99,5 +99,12 @@ impl kernel::fmt::Display for Device {
             plural,
             self.transport(1)
         )
+    }
+}
+
+// `pr_*!` format through `kernel::fmt::Display`.
+impl kernel::fmt::Display for Device {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        core::fmt::Display::fmt(self, f)
     }
 }

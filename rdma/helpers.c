@@ -83,3 +83,8 @@ void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len)
 	sg_dma_address(sg) = dma_addr;
 	sg_dma_len(sg) = len;
 }
+
+struct workqueue_struct *rdma_rs_alloc_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_UNBOUND, 0, name);
+}

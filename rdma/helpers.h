@@ -6,6 +6,7 @@
 #ifndef RDMA_RS_HELPERS_H
 #define RDMA_RS_HELPERS_H
 
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 const char *rdma_rs_ib_device_name(const struct ib_device *device);
@@ -27,6 +28,7 @@ void rdma_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr, size_t 
 					enum dma_data_direction dir);
 void rdma_rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t size,
 					   enum dma_data_direction dir);
+struct workqueue_struct *rdma_rs_alloc_workqueue(const char *name);
 void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len);
 
 #endif /* RDMA_RS_HELPERS_H */

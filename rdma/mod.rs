@@ -29,6 +29,7 @@ pub(crate) mod mr;
 pub(crate) mod param;
 pub(crate) mod pd;
 pub(crate) mod qp;
+pub(crate) mod workqueue;
 
 // Each module uses a different part of the layer, so some re-exports go unused.
 #[allow(unused_imports)]
@@ -51,6 +52,8 @@ pub(crate) use mr::Mr;
 pub(crate) use pd::Pd;
 #[allow(unused_imports)]
 pub(crate) use qp::{Local, Qp, RemoteBuf, SendOp, WorkCompletion};
+#[allow(unused_imports)]
+pub(crate) use workqueue::OwnedQueue;
 
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -66,4 +69,39 @@ fn from_err_ptr<T>(ptr: *mut T) -> Result<NonNull<T>> {
 /// `kernel::error::code` does not name.
 pub(crate) fn errno(code: u32) -> Error {
     Error::from_errno(-(code as i32))
+}
+
+/// Error codes that `kernel::error::code` does not name.
+pub(crate) mod code {
+    use kernel::error::Error;
+
+    /// `EPROTO`: a peer broke the protocol.
+    pub(crate) fn eproto() -> Error {
+        super::errno(super::bindings::EPROTO)
+    }
+
+    /// `ENOTCONN`: no connection.
+    pub(crate) fn enotconn() -> Error {
+        super::errno(super::bindings::ENOTCONN)
+    }
+
+    /// `ECONNREFUSED`: the peer rejected the connection.
+    pub(crate) fn econnrefused() -> Error {
+        super::errno(super::bindings::ECONNREFUSED)
+    }
+
+    /// `EHOSTUNREACH`: the peer cannot be reached.
+    pub(crate) fn ehostunreach() -> Error {
+        super::errno(super::bindings::EHOSTUNREACH)
+    }
+
+    /// `EISCONN`: connected already.
+    pub(crate) fn eisconn() -> Error {
+        super::errno(super::bindings::EISCONN)
+    }
+
+    /// `ETIMEDOUT`: the peer did not answer in time.
+    pub(crate) fn etimedout() -> Error {
+        super::errno(super::bindings::ETIMEDOUT)
+    }
 }

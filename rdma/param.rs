@@ -108,11 +108,9 @@ macro_rules! string_param {
                             Err(_) => panic!("bad parameter name"),
                         },
                     ),
-                    // SAFETY: `__this_module` is set up by the kernel at load time and lives
-                    // until the module is unloaded, like the parameter.
-                    mod_: unsafe {
-                        ::core::ptr::from_ref(&::kernel::bindings::__this_module).cast_mut()
-                    },
+                    // `__this_module` is set up by the kernel at load time and lives until the
+                    // module is unloaded, like the parameter.
+                    mod_: (&raw const ::kernel::bindings::__this_module).cast_mut(),
                     // SAFETY: `param_ops_string` is an immutable kernel object.
                     ops: unsafe { ::core::ptr::from_ref(&::kernel::bindings::param_ops_string) },
                     perm: 0o444,

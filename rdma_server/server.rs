@@ -2,17 +2,31 @@
 
 //! `rdma_server`: the server half of the kernel RDMA demo pair.
 //!
-//! This first version only logs RDMA devices as they come and go, through an `ib_client`,
-//! which proves the module links against the RDMA core through the shared layer.
+//! Listens with RDMA CM on `addr`:`port`. For each client it creates a PD, a CQ and a QP,
+//! posts receives and accepts. When a client SENDs a TEXT message, the server stores the
+//! text (`last_msg` in debugfs), RDMA READs it again from the client's registered source
+//! buffer, RDMA WRITEs what it read into the client's sink buffer, and SENDs DONE. The
+//! wire format is in `protocol.rs`; `Documentation/rdma-demo.md` has the whole story.
 
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
+mod connection;
+mod protocol;
+
 /// The owner name the RDMA core records for this module's verbs objects.
 pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"rdma_server";
 
-use kernel::prelude::*;
-use rdma::{ClientRegistration, DeviceLog, DEVICE_LOG};
+use connection::{Connection, Shared};
+use kernel::{
+    debugfs::{Dir, File},
+    prelude::*,
+    sync::Arc,
+};
+use rdma::{
+    ClientRegistration, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DeviceLog,
+    SocketAddr, DEVICE_LOG,
+};
 
 module! {
     type: RdmaServer,
@@ -20,22 +34,97 @@ module! {
     authors: ["rdma-rust-modules developers"],
     description: "Kernel RDMA demo server (RDMA CM, SEND/RECV, RDMA READ/WRITE)",
     license: "GPL",
+    params: {
+        port: u16 {
+            default: 7174,
+            description: "TCP port space port to listen on",
+        },
+    },
+}
+
+rdma::param::string_param!(
+    addr,
+    64,
+    "",
+    "IPv4 or IPv6 address to listen on (default: any)"
+);
+
+/// The listening id's handler: turns connection requests into [`Connection`]s.
+struct Listener {
+    shared: Arc<Shared>,
+}
+
+impl CmHandler for Listener {
+    fn event(_this: kernel::sync::ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
+        match event.kind() {
+            CmEventKind::DeviceRemoval => {
+                pr_warn!("listener's device is going away; unload and reload to listen again\n")
+            }
+            kind => pr_info!("listener event {:?}\n", kind),
+        }
+    }
+
+    fn connect_request(this: kernel::sync::ArcBorrow<'_, Self>, request: ConnectRequest<'_>) {
+        Connection::start(&this.shared, request);
+    }
 }
 
 struct RdmaServer {
+    listener: Option<CmId<Listener>>,
+    shared: Arc<Shared>,
+    _connections: Pin<KBox<File<Arc<Shared>>>>,
+    _last_msg: Pin<KBox<File<Arc<Shared>>>>,
+    _dir: Dir,
     _devices: ClientRegistration<DeviceLog>,
 }
 
 impl kernel::Module for RdmaServer {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let port = *module_parameters::port.value();
+        let address = SocketAddr::parse(addr.value(), port).inspect_err(|_| {
+            pr_err!(
+                "addr: not an IPv4 or IPv6 address: {:?}\n",
+                kernel::str::BStr::from_bytes(addr.value())
+            )
+        })?;
         let devices = DEVICE_LOG.register()?;
-        pr_info!("loaded\n");
-        Ok(Self { _devices: devices })
+        let shared = Shared::new()?;
+        let listener = CmId::new(Arc::new(
+            Listener {
+                shared: shared.clone(),
+            },
+            GFP_KERNEL,
+        )?)?;
+        listener
+            .bind(&address)
+            .inspect_err(|e| pr_err!("cannot bind to {}: {:?}\n", address, e))?;
+        listener.listen(16)?;
+        let dir = Dir::new(c"rdma_server");
+        let connections = KBox::pin_init(
+            dir.read_callback_file(c"connections", shared.clone(), &Shared::show_connections),
+            GFP_KERNEL,
+        )?;
+        let last_msg = KBox::pin_init(
+            dir.read_callback_file(c"last_msg", shared.clone(), &Shared::show_last_msg),
+            GFP_KERNEL,
+        )?;
+        pr_info!("listening on {}\n", address);
+        Ok(Self {
+            listener: Some(listener),
+            shared,
+            _connections: connections,
+            _last_msg: last_msg,
+            _dir: dir,
+            _devices: devices,
+        })
     }
 }
 
 impl Drop for RdmaServer {
     fn drop(&mut self) {
+        // Stop accepting first, then close the connections.
+        drop(self.listener.take());
+        self.shared.close_all();
         pr_info!("unloading\n");
     }
 }

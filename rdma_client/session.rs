@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The client's connection to the server and the `send` round trip.
+//!
+//! Operations (connect, send, disconnect) run in the writer's process context, one at a
+//! time, and wait for the RDMA CM events and work completions they cause; callbacks only
+//! record what happened in the inbox and wake the waiter.
+
+use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::rdma::{
+    code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Local, Mr, OwnedQueue, Pd, PollContext,
+    QpCaps, SendOp, SocketAddr, WorkCompletion,
+};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use kernel::{
+    fmt, new_condvar, new_mutex, new_spinlock,
+    prelude::*,
+    sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex, SpinLock},
+    time::msecs_to_jiffies,
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
+};
+
+/// How long one step (an RDMA CM event, a work completion) may take. Generous: the test
+/// VMs emulate their CPUs.
+const STEP_TIMEOUT_MS: u32 = 10_000;
+
+/// Receive slots kept posted.
+const RECV_SLOTS: usize = 2;
+
+/// `IB_ACCESS_*` rights, as `rdma/ib_verbs.h` numbers them.
+const ACCESS_LOCAL_WRITE: u32 = 1;
+const ACCESS_REMOTE_WRITE: u32 = 2;
+const ACCESS_REMOTE_READ: u32 = 4;
+
+/// Which send queue operation a completion belongs to.
+#[derive(Clone, Copy)]
+enum Tag {
+    RegisterSource = 0,
+    RegisterSink = 1,
+    Send = 2,
+    InvalidateSource = 3,
+    InvalidateSink = 4,
+}
+const TAGS: usize = 5;
+
+/// What callbacks report to the waiting operation.
+struct Inbox {
+    /// The last connection-establishment event and its status.
+    cm: Option<(CmEventKind, i32)>,
+    /// Set when the connection went away.
+    disconnected: bool,
+    /// Send queue completions, by tag.
+    done: [Option<WorkCompletion>; TAGS],
+    /// A received message: slot, completion, header.
+    received: Option<(usize, WorkCompletion, [u8; HEADER_SIZE])>,
+}
+
+/// The verbs resources of a connection. Field order is drop order: buffers and MRs
+/// first, then the id (which drains and destroys QP, CQ and PD, then itself).
+struct Link {
+    recv: DmaBuf,
+    send: DmaBuf,
+    source: DmaBuf,
+    sink: DmaBuf,
+    source_mr: Mr,
+    sink_mr: Mr,
+    id: CmId<Session>,
+}
+
+/// The client: its connection, its inbox, and what `reply` and `stats` show.
+#[pin_data]
+pub(crate) struct Session {
+    #[pin]
+    operation: Mutex<()>,
+    #[pin]
+    link: Mutex<Option<Link>>,
+    #[pin]
+    inbox: SpinLock<Inbox>,
+    #[pin]
+    changed: CondVar,
+    #[pin]
+    reply: Mutex<KVec<u8>>,
+    seq: AtomicU32,
+    send_messages: AtomicU64,
+    send_bytes: AtomicU64,
+    recv_messages: AtomicU64,
+    recv_bytes: AtomicU64,
+    queue: OwnedQueue,
+    #[pin]
+    release_work: Work<Session>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Session { self.release_work }
+}
+
+impl Session {
+    /// A client without a connection.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let queue = OwnedQueue::new(c"rdma_client")?;
+        Arc::pin_init(
+            pin_init!(Self {
+                operation <- new_mutex!(()),
+                link <- new_mutex!(None),
+                inbox <- new_spinlock!(Inbox {
+                    cm: None,
+                    disconnected: false,
+                    done: [None; TAGS],
+                    received: None,
+                }),
+                changed <- new_condvar!(),
+                reply <- new_mutex!(KVec::new()),
+                seq: AtomicU32::new(1),
+                send_messages: AtomicU64::new(0),
+                send_bytes: AtomicU64::new(0),
+                recv_messages: AtomicU64::new(0),
+                recv_bytes: AtomicU64::new(0),
+                queue,
+                release_work <- new_work!("Session::release_work"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Waits until `ready` finds what it looks for in the inbox; `ETIMEDOUT` after the
+    /// step timeout, `EINTR` on a signal, `ENOTCONN` if the connection went away.
+    fn wait<T>(&self, mut ready: impl FnMut(&mut Inbox) -> Option<T>) -> Result<T> {
+        let mut inbox = self.inbox.lock();
+        let mut left = msecs_to_jiffies(STEP_TIMEOUT_MS);
+        loop {
+            if let Some(found) = ready(&mut inbox) {
+                return Ok(found);
+            }
+            if inbox.disconnected {
+                return Err(code::enotconn());
+            }
+            match self.changed.wait_interruptible_timeout(&mut inbox, left) {
+                CondVarTimeoutResult::Timeout => return Err(code::etimedout()),
+                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
+                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+            }
+        }
+    }
+
+    fn wait_cm(&self, wanted: CmEventKind) -> Result {
+        let (kind, status) = self.wait(|inbox| inbox.cm.take())?;
+        if kind == wanted {
+            return Ok(());
+        }
+        pr_err!(
+            "connect: expected {:?}, got {:?} (status {})\n",
+            wanted,
+            kind,
+            status
+        );
+        Err(if kind == CmEventKind::Rejected {
+            code::econnrefused()
+        } else {
+            code::ehostunreach()
+        })
+    }
+
+    /// Connects to `server`, unless connected already (`EISCONN`).
+    pub(crate) fn connect(this: &Arc<Self>, server: &SocketAddr) -> Result {
+        let _operation = this.operation.lock();
+        if this.link.lock().is_some() {
+            return Err(code::eisconn());
+        }
+        {
+            let mut inbox = this.inbox.lock();
+            inbox.cm = None;
+            inbox.disconnected = false;
+            inbox.received = None;
+            inbox.done = [None; TAGS];
+        }
+        let mut id = CmId::new(this.clone())?;
+        id.resolve_addr(server)?;
+        this.wait_cm(CmEventKind::AddrResolved)?;
+        let device = id.device().ok_or(ENODEV)?;
+        let pd = Pd::new(device, false)?;
+        let source_mr = Mr::new(&pd, 2)?;
+        let sink_mr = Mr::new(&pd, 2)?;
+        let recv = DmaBuf::new(device, RECV_SLOTS * SLOT_SIZE)?;
+        let send = DmaBuf::new(device, SLOT_SIZE)?;
+        let source = DmaBuf::new(device, MAX_TEXT)?;
+        let sink = DmaBuf::new(device, MAX_TEXT)?;
+        let caps = QpCaps {
+            send_wr: 8,
+            recv_wr: RECV_SLOTS as u32,
+        };
+        id.create_qp(pd, caps, PollContext::Workqueue)?;
+        id.resolve_route()?;
+        this.wait_cm(CmEventKind::RouteResolved)?;
+        let link = Link {
+            recv,
+            send,
+            source,
+            sink,
+            source_mr,
+            sink_mr,
+            id,
+        };
+        // The server may answer as soon as it is connected: receives go up first.
+        for slot in 0..RECV_SLOTS {
+            Self::post_recv(this, &link, slot)?;
+        }
+        link.id.connect(&[])?;
+        this.wait_cm(CmEventKind::Established)?;
+        pr_info!("connected to {}\n", server);
+        *this.link.lock() = Some(link);
+        Ok(())
+    }
+
+    fn post_recv(this: &Arc<Self>, link: &Link, slot: usize) -> Result {
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let pd = link.id.pd().ok_or(EINVAL)?;
+        let local = Local {
+            buf: &link.recv,
+            offset: slot * SLOT_SIZE,
+            len: SLOT_SIZE as u32,
+            lkey: pd.local_dma_lkey(),
+        };
+        let session = this.clone();
+        let recv = link.recv.clone();
+        qp.post_recv(local, move |wc| {
+            let mut header = [0u8; HEADER_SIZE];
+            if wc.is_ok() && recv.copy_out(slot * SLOT_SIZE, &mut header).is_err() {
+                return;
+            }
+            if wc.is_ok() {
+                session.recv_messages.fetch_add(1, Relaxed);
+                session.recv_bytes.fetch_add(wc.byte_len.into(), Relaxed);
+            }
+            session.inbox.lock().received = Some((slot, wc, header));
+            session.changed.notify_all();
+        })
+    }
+
+    /// Posts a send queue operation whose completion lands in the inbox under `tag`.
+    fn post(this: &Arc<Self>, link: &Link, op: SendOp<'_>, tag: Tag) -> Result {
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        this.inbox.lock().done[tag as usize] = None;
+        let session = this.clone();
+        qp.post_send(op, move |wc| {
+            session.inbox.lock().done[tag as usize] = Some(wc);
+            session.changed.notify_all();
+        })
+    }
+
+    /// Waits for the completion of the operation posted under `tag`; `EIO` if it failed,
+    /// with its status in the log.
+    fn completed(&self, tag: Tag, what: &str) -> Result<WorkCompletion> {
+        let wc = self.wait(|inbox| inbox.done[tag as usize].take())?;
+        if !wc.is_ok() {
+            pr_err!(
+                "send: {} failed: {} (status {})\n",
+                what,
+                wc.status_name().to_str().unwrap_or("?"),
+                wc.status
+            );
+            return Err(EIO);
+        }
+        Ok(wc)
+    }
+
+    /// Registers `len` bytes of `buf` in `mr` and waits until the registration completed,
+    /// so the key is valid before it is advertised.
+    fn register(
+        this: &Arc<Self>,
+        link: &Link,
+        mr: &Mr,
+        buf: &DmaBuf,
+        len: u32,
+        access: u32,
+        tag: Tag,
+    ) -> Result {
+        mr.map(buf, 0, len)?;
+        Self::post(this, link, SendOp::Register { mr, access }, tag)?;
+        this.completed(tag, "memory registration").map(|_| ())
+    }
+
+    /// The `send` round trip: SEND `text` with the keys of the source (holding the text) and
+    /// the sink; the server READs the source, WRITEs it to the sink and SENDs DONE. The
+    /// reply is then read from the sink.
+    pub(crate) fn send(this: &Arc<Self>, text: &[u8]) -> Result {
+        if text.is_empty() || text.len() > MAX_TEXT {
+            pr_err!(
+                "send: the text must be 1 to {} bytes, not {}\n",
+                MAX_TEXT,
+                text.len()
+            );
+            return Err(EINVAL);
+        }
+        let _operation = this.operation.lock();
+        let guard = this.link.lock();
+        let link = guard.as_ref().ok_or_else(code::enotconn)?;
+        let len = text.len() as u32;
+        link.source.copy_in(0, text)?;
+        link.sink.fill(0, MAX_TEXT, 0)?;
+        Self::register(
+            this,
+            link,
+            &link.source_mr,
+            &link.source,
+            len,
+            ACCESS_REMOTE_READ,
+            Tag::RegisterSource,
+        )?;
+        let sink_access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE;
+        let result = Self::register(
+            this,
+            link,
+            &link.sink_mr,
+            &link.sink,
+            len,
+            sink_access,
+            Tag::RegisterSink,
+        )
+        .and_then(|()| Self::exchange(this, link, text));
+        // Invalidate whatever was registered, whatever happened, before the next use.
+        for (mr, tag) in [
+            (&link.source_mr, Tag::InvalidateSource),
+            (&link.sink_mr, Tag::InvalidateSink),
+        ] {
+            if mr.is_valid() {
+                Self::post(this, link, SendOp::Invalidate { mr }, tag)?;
+                this.completed(tag, "local invalidate")?;
+            }
+        }
+        result
+    }
+
+    fn exchange(this: &Arc<Self>, link: &Link, text: &[u8]) -> Result {
+        let seq = this.seq.fetch_add(1, Relaxed);
+        let message = Message {
+            kind: Kind::Text,
+            seq,
+            length: text.len() as u32,
+            source: link.source_mr.remote()?,
+            sink: link.sink_mr.remote()?,
+        };
+        link.send.copy_in(0, &message.encode())?;
+        link.send.copy_in(HEADER_SIZE, text)?;
+        let pd = link.id.pd().ok_or(EINVAL)?;
+        let total = (HEADER_SIZE + text.len()) as u32;
+        let local = Local {
+            buf: &link.send,
+            offset: 0,
+            len: total,
+            lkey: pd.local_dma_lkey(),
+        };
+        Self::post(
+            this,
+            link,
+            SendOp::Send {
+                local,
+                invalidate: None,
+            },
+            Tag::Send,
+        )?;
+        this.completed(Tag::Send, "SEND")?;
+        this.send_messages.fetch_add(1, Relaxed);
+        this.send_bytes.fetch_add(total.into(), Relaxed);
+        let (slot, wc, header) = this.wait(|inbox| inbox.received.take())?;
+        if !wc.is_ok() {
+            pr_err!(
+                "send: receive failed: {}\n",
+                wc.status_name().to_str().unwrap_or("?")
+            );
+            return Err(EIO);
+        }
+        Self::post_recv(this, link, slot)?;
+        let done = Message::decode(&header, wc.byte_len as usize)?;
+        if done.kind != Kind::Done || done.seq != seq || done.length as usize > MAX_TEXT {
+            pr_err!("send: unexpected answer from the server\n");
+            return Err(code::eproto());
+        }
+        let mut reply = this.reply.lock();
+        reply.clear();
+        reply.resize(done.length as usize, 0, GFP_KERNEL)?;
+        link.sink.copy_out(0, &mut reply)?;
+        Ok(())
+    }
+
+    /// Disconnects and releases the connection (for `ctl` and unload).
+    pub(crate) fn disconnect(&self) {
+        let _operation = self.operation.lock();
+        let link = self.link.lock().take();
+        if let Some(link) = link {
+            let _ = link.id.disconnect();
+            drop(link);
+            pr_info!("disconnected\n");
+        }
+        self.queue.drain();
+    }
+
+    /// debugfs `reply`: the last reply, and a newline.
+    pub(crate) fn show_reply(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let reply = this.reply.lock();
+        writeln!(
+            f,
+            "{}",
+            core::str::from_utf8(&reply).unwrap_or("<not UTF-8>")
+        )
+    }
+
+    /// debugfs `stats`: krping's counters.
+    pub(crate) fn show_stats(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "connected {} send_msgs {} send_bytes {} recv_msgs {} recv_bytes {}",
+            u8::from(this.link.lock().is_some()),
+            this.send_messages.load(Relaxed),
+            this.send_bytes.load(Relaxed),
+            this.recv_messages.load(Relaxed),
+            this.recv_bytes.load(Relaxed),
+        )
+    }
+}
+
+impl CmHandler for Session {
+    fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
+        let kind = event.kind();
+        match kind {
+            CmEventKind::Disconnected | CmEventKind::DeviceRemoval | CmEventKind::AddrChange => {
+                pr_info!("{}\n", event.name().to_str().unwrap_or("?"));
+                this.inbox.lock().disconnected = true;
+                let this: Arc<Self> = this.into();
+                let _ = this.queue.queue().enqueue(this.clone());
+            }
+            CmEventKind::Rejected => {
+                pr_err!(
+                    "connect: rejected: {}\n",
+                    event.reject_reason().to_str().unwrap_or("?")
+                );
+                this.inbox.lock().cm = Some((kind, event.status()));
+            }
+            CmEventKind::Other(_) | CmEventKind::TimewaitExit => return,
+            _ => this.inbox.lock().cm = Some((kind, event.status())),
+        }
+        this.changed.notify_all();
+    }
+}
+
+impl WorkItem for Session {
+    type Pointer = Arc<Session>;
+
+    /// The connection went away: release its resources, so the device can go too.
+    fn run(this: Arc<Session>) {
+        let link = this.link.lock().take();
+        drop(link);
+    }
+}

@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The server's connections: setup, the TEXT round trip, and teardown.
+//!
+//! A connection request is adopted in the listener's CM handler and set up (PD, CQ, QP,
+//! receives, accept) by a work item; every teardown (disconnect, errors, device removal,
+//! unload) goes through the release work item, because a CM id cannot be destroyed from
+//! its own handler. Receive slot `i` owns the `i`-th region of the send and data buffers
+//! until its DONE is sent, when the receive is posted again.
+
+use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::rdma::{
+    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Local, OwnedQueue, Pd,
+    PollContext, QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
+};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use kernel::{
+    fmt, new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, ArcBorrow, CondVar, Mutex},
+    time::msecs_to_jiffies,
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
+};
+
+/// Receives kept posted per connection.
+const RECV_SLOTS: usize = 4;
+
+const CONNECTING: u8 = 0;
+const ESTABLISHED: u8 = 1;
+const CLOSING: u8 = 2;
+
+/// State shared by the module, its listener and its connections.
+#[pin_data]
+pub(crate) struct Shared {
+    #[pin]
+    connections: Mutex<KVec<Arc<Connection>>>,
+    #[pin]
+    last_msg: Mutex<KVec<u8>>,
+    #[pin]
+    emptied: CondVar,
+    next_number: AtomicU32,
+    queue: OwnedQueue,
+}
+
+impl Shared {
+    /// The state of a freshly loaded server.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let queue = OwnedQueue::new(c"rdma_server")?;
+        Arc::pin_init(
+            pin_init!(Self {
+                connections <- new_mutex!(KVec::new()),
+                last_msg <- new_mutex!(KVec::new()),
+                emptied <- new_condvar!(),
+                next_number: AtomicU32::new(1),
+                queue,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// debugfs `connections`: one line per connection.
+    pub(crate) fn show_connections(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for connection in this.connections.lock().iter() {
+            connection.show(f)?;
+        }
+        Ok(())
+    }
+
+    /// debugfs `last_msg`: the last text a client sent, and a newline.
+    pub(crate) fn show_last_msg(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = this.last_msg.lock();
+        writeln!(
+            f,
+            "{}",
+            core::str::from_utf8(&text).unwrap_or("<not UTF-8>")
+        )
+    }
+
+    /// Disconnects every connection and waits until all are released (for unload).
+    pub(crate) fn close_all(&self) {
+        let connections: KVec<Arc<Connection>> = {
+            let list = self.connections.lock();
+            let mut copy = KVec::new();
+            for connection in list.iter() {
+                if copy.push(connection.clone(), GFP_KERNEL).is_err() {
+                    break;
+                }
+            }
+            copy
+        };
+        for connection in &connections {
+            connection.close(c"module unload");
+        }
+        drop(connections);
+        let mut list = self.connections.lock();
+        while !list.is_empty() {
+            // Connections were told to close; wake up now and then to re-check.
+            let _ = self
+                .emptied
+                .wait_interruptible_timeout(&mut list, msecs_to_jiffies(500));
+        }
+        drop(list);
+        self.queue.drain();
+    }
+}
+
+/// The verbs resources of an accepted connection. Field order is drop order: buffers
+/// first, then the id, which drains and destroys QP, CQ and PD before the id itself.
+struct Link {
+    recv: DmaBuf,
+    send: DmaBuf,
+    data: DmaBuf,
+    id: CmId<Connection>,
+}
+
+/// Counters of one kind of transfer.
+#[derive(Default)]
+struct Counter {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Counter {
+    fn add(&self, bytes: u32) {
+        self.messages.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes.into(), Relaxed);
+    }
+}
+
+/// One client connection.
+#[pin_data]
+pub(crate) struct Connection {
+    number: u32,
+    peer: SocketAddr,
+    device: [u8; 32],
+    shared: Arc<Shared>,
+    state: AtomicU8,
+    /// The adopted id, from the CM handler to the setup work. A lock of its own, so the
+    /// CM handler (which holds RDMA CM's handler mutex) never waits for `link`, which the
+    /// setup work holds while `accept` takes the handler mutex.
+    #[pin]
+    pending: Mutex<Option<CmId<Connection>>>,
+    /// The resources of an accepted connection; `None` before setup and after release.
+    #[pin]
+    link: Mutex<Option<Link>>,
+    recvs: Counter,
+    sends: Counter,
+    reads: Counter,
+    writes: Counter,
+    errors: AtomicU64,
+    #[pin]
+    setup_work: Work<Connection, 1>,
+    #[pin]
+    release_work: Work<Connection, 2>,
+}
+
+impl_has_work! {
+    impl HasWork<Self, 1> for Connection { self.setup_work }
+    impl HasWork<Self, 2> for Connection { self.release_work }
+}
+
+impl Connection {
+    /// Takes a connection request: adopts it and queues its setup. On failure the
+    /// request is left alone, and RDMA CM rejects it.
+    pub(crate) fn start(shared: &Arc<Shared>, request: ConnectRequest<'_>) {
+        let number = shared.next_number.fetch_add(1, Relaxed);
+        let peer = request.peer();
+        let mut device = [0u8; 32];
+        let name = request.device().name().to_bytes();
+        let n = name.len().min(device.len());
+        device[..n].copy_from_slice(&name[..n]);
+        let connection = Arc::pin_init(
+            pin_init!(Self {
+                number,
+                peer,
+                device,
+                shared: shared.clone(),
+                state: AtomicU8::new(CONNECTING),
+                pending <- new_mutex!(None),
+                link <- new_mutex!(None),
+                recvs: Counter::default(),
+                sends: Counter::default(),
+                reads: Counter::default(),
+                writes: Counter::default(),
+                errors: AtomicU64::new(0),
+                setup_work <- new_work!("Connection::setup_work"),
+                release_work <- new_work!("Connection::release_work"),
+            }),
+            GFP_KERNEL,
+        );
+        let Ok(connection) = connection else {
+            pr_err!("out of memory for a connection from {}\n", request.peer());
+            return;
+        };
+        if shared
+            .connections
+            .lock()
+            .push(connection.clone(), GFP_KERNEL)
+            .is_err()
+        {
+            pr_err!("out of memory for a connection from {}\n", request.peer());
+            return;
+        }
+        pr_info!(
+            "connection {} request from {} on {}\n",
+            number,
+            request.peer(),
+            request.device().name().to_str().unwrap_or("?")
+        );
+        let id = request.adopt(connection.clone());
+        *connection.pending.lock() = Some(id);
+        let _ = shared.queue.queue().enqueue::<_, 1>(connection);
+    }
+
+    fn device_name(&self) -> &str {
+        let len = self
+            .device
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.device.len());
+        core::str::from_utf8(&self.device[..len]).unwrap_or("?")
+    }
+
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state.load(Relaxed) {
+            CONNECTING => "connecting",
+            ESTABLISHED => "established",
+            _ => "closing",
+        };
+        writeln!(
+            f,
+            "{} {} {} {} recv {}/{} send {}/{} read {}/{} write {}/{} errors {}",
+            self.number,
+            self.peer,
+            self.device_name(),
+            state,
+            self.recvs.messages.load(Relaxed),
+            self.recvs.bytes.load(Relaxed),
+            self.sends.messages.load(Relaxed),
+            self.sends.bytes.load(Relaxed),
+            self.reads.messages.load(Relaxed),
+            self.reads.bytes.load(Relaxed),
+            self.writes.messages.load(Relaxed),
+            self.writes.bytes.load(Relaxed),
+            self.errors.load(Relaxed),
+        )
+    }
+
+    /// Builds the verbs resources on the adopted id, posts the receives and accepts.
+    fn build(
+        this: &Arc<Self>,
+        mut id: CmId<Connection>,
+    ) -> Result<Link, (Error, CmId<Connection>)> {
+        let device = match id.device() {
+            Some(device) => device,
+            None => return Err((ENODEV, id)),
+        };
+        let buffers = (|| -> Result<(Pd, DmaBuf, DmaBuf, DmaBuf)> {
+            Ok((
+                Pd::new(device, false)?,
+                DmaBuf::new(device, RECV_SLOTS * SLOT_SIZE)?,
+                DmaBuf::new(device, RECV_SLOTS * HEADER_SIZE)?,
+                DmaBuf::new(device, RECV_SLOTS * MAX_TEXT)?,
+            ))
+        })();
+        let (pd, recv, send, data) = match buffers {
+            Ok(buffers) => buffers,
+            Err(e) => return Err((e, id)),
+        };
+        let caps = QpCaps {
+            send_wr: 4 * RECV_SLOTS as u32,
+            recv_wr: RECV_SLOTS as u32,
+        };
+        if let Err(e) = id.create_qp(pd, caps, PollContext::Workqueue) {
+            return Err((e, id));
+        }
+        let link = Link {
+            recv,
+            send,
+            data,
+            id,
+        };
+        // Receives go up before the accept: the client may send as soon as it is connected.
+        for slot in 0..RECV_SLOTS {
+            if let Err(e) = Self::post_recv(this, &link, slot) {
+                return Err((e, link.id));
+            }
+        }
+        if let Err(e) = link.id.accept(&[]) {
+            return Err((e, link.id));
+        }
+        Ok(link)
+    }
+
+    fn post_recv(this: &Arc<Self>, link: &Link, slot: usize) -> Result {
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let pd = link.id.pd().ok_or(EINVAL)?;
+        let local = Local {
+            buf: &link.recv,
+            offset: slot * SLOT_SIZE,
+            len: SLOT_SIZE as u32,
+            lkey: pd.local_dma_lkey(),
+        };
+        let connection = this.clone();
+        qp.post_recv(local, move |wc| Self::received(connection, slot, wc))
+    }
+
+    /// A receive completed: a TEXT message (or a flush at teardown).
+    fn received(this: Arc<Self>, slot: usize, wc: WorkCompletion) {
+        if !this.check(&wc, c"receive") {
+            return;
+        }
+        this.recvs.add(wc.byte_len);
+        let guard = this.link.lock();
+        let Some(link) = &*guard else {
+            return;
+        };
+        let mut header = [0u8; HEADER_SIZE];
+        let mut text = [0u8; MAX_TEXT];
+        let message = link
+            .recv
+            .copy_out(slot * SLOT_SIZE, &mut header)
+            .and_then(|()| Message::decode(&header, wc.byte_len as usize));
+        let message = match message {
+            Ok(message) if message.kind == Kind::Text => message,
+            _ => {
+                pr_err!(
+                    "connection {}: protocol error in a received message; closing\n",
+                    this.number
+                );
+                drop(guard);
+                this.close(c"protocol error");
+                return;
+            }
+        };
+        let length = message.length as usize;
+        let stored = link
+            .recv
+            .copy_out(slot * SLOT_SIZE + HEADER_SIZE, &mut text[..length])
+            .and_then(|()| {
+                let mut last = this.shared.last_msg.lock();
+                last.clear();
+                last.extend_from_slice(&text[..length], GFP_KERNEL)?;
+                Ok(())
+            });
+        if stored.is_err() {
+            this.errors.fetch_add(1, Relaxed);
+        }
+        let result = if length == 0 {
+            Self::send_done(&this, link, slot, message.seq, 0)
+        } else {
+            Self::read_source(&this, link, slot, message)
+        };
+        if let Err(e) = result {
+            pr_err!(
+                "connection {}: cannot answer: {:?}; closing\n",
+                this.number,
+                e
+            );
+            drop(guard);
+            this.close(c"post failure");
+        }
+    }
+
+    /// RDMA READs the text again from the client's source buffer.
+    fn read_source(this: &Arc<Self>, link: &Link, slot: usize, message: Message) -> Result {
+        if message.source.len < message.length || message.sink.len < message.length {
+            return Err(EINVAL);
+        }
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let pd = link.id.pd().ok_or(EINVAL)?;
+        let local = Local {
+            buf: &link.data,
+            offset: slot * MAX_TEXT,
+            len: message.length,
+            lkey: pd.local_dma_lkey(),
+        };
+        let remote = RemoteBuf {
+            len: message.length,
+            ..message.source
+        };
+        let connection = this.clone();
+        qp.post_send(
+            SendOp::Read {
+                local,
+                remote,
+                invalidate: None,
+            },
+            move |wc| Self::source_read(connection, slot, message, wc),
+        )
+    }
+
+    /// The READ completed: WRITE what was read into the sink, then SEND DONE (same QP, so
+    /// the client sees the data before the DONE).
+    fn source_read(this: Arc<Self>, slot: usize, message: Message, wc: WorkCompletion) {
+        if !this.check(&wc, c"RDMA READ") {
+            return;
+        }
+        this.reads.add(message.length);
+        let guard = this.link.lock();
+        let Some(link) = &*guard else {
+            return;
+        };
+        let result = (|| -> Result {
+            let qp = link.id.qp().ok_or(EINVAL)?;
+            let pd = link.id.pd().ok_or(EINVAL)?;
+            let local = Local {
+                buf: &link.data,
+                offset: slot * MAX_TEXT,
+                len: message.length,
+                lkey: pd.local_dma_lkey(),
+            };
+            let connection = this.clone();
+            let length = message.length;
+            qp.post_send(
+                SendOp::Write {
+                    local,
+                    remote: message.sink,
+                },
+                move |wc| {
+                    if connection.check(&wc, c"RDMA WRITE") {
+                        connection.writes.add(length);
+                    }
+                },
+            )?;
+            Self::send_done(&this, link, slot, message.seq, message.length)
+        })();
+        if let Err(e) = result {
+            pr_err!(
+                "connection {}: cannot reply: {:?}; closing\n",
+                this.number,
+                e
+            );
+            drop(guard);
+            this.close(c"post failure");
+        }
+    }
+
+    /// SENDs DONE for the message in `slot`; its completion re-posts the slot's receive.
+    fn send_done(this: &Arc<Self>, link: &Link, slot: usize, seq: u32, length: u32) -> Result {
+        let done = Message {
+            kind: Kind::Done,
+            seq,
+            length,
+            source: RemoteBuf {
+                addr: 0,
+                rkey: 0,
+                len: 0,
+            },
+            sink: RemoteBuf {
+                addr: 0,
+                rkey: 0,
+                len: 0,
+            },
+        };
+        link.send.copy_in(slot * HEADER_SIZE, &done.encode())?;
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let pd = link.id.pd().ok_or(EINVAL)?;
+        let local = Local {
+            buf: &link.send,
+            offset: slot * HEADER_SIZE,
+            len: HEADER_SIZE as u32,
+            lkey: pd.local_dma_lkey(),
+        };
+        let connection = this.clone();
+        qp.post_send(
+            SendOp::Send {
+                local,
+                invalidate: None,
+            },
+            move |wc| {
+                if !connection.check(&wc, c"SEND") {
+                    return;
+                }
+                connection.sends.add(HEADER_SIZE as u32);
+                let guard = connection.link.lock();
+                if let Some(link) = &*guard {
+                    if Self::post_recv(&connection, link, slot).is_err() {
+                        drop(guard);
+                        connection.close(c"receive post failure");
+                    }
+                }
+            },
+        )
+    }
+
+    /// `true` for a successful completion; logs a failure (flushes are quiet: they are
+    /// teardown) and closes the connection.
+    fn check(self: &Arc<Self>, wc: &WorkCompletion, what: &CStr) -> bool {
+        if wc.is_ok() {
+            return true;
+        }
+        if !wc.is_flush() {
+            self.errors.fetch_add(1, Relaxed);
+            pr_err!(
+                "connection {}: {} failed: {} (status {}); closing\n",
+                self.number,
+                what.to_str().unwrap_or("?"),
+                wc.status_name().to_str().unwrap_or("?"),
+                wc.status
+            );
+            self.close(c"work request failure");
+        }
+        false
+    }
+
+    /// Starts closing: disconnects and queues the release.
+    fn close(self: &Arc<Self>, why: &CStr) {
+        if self.state.swap(CLOSING, Relaxed) != CLOSING {
+            pr_info!(
+                "connection {} closing ({})\n",
+                self.number,
+                why.to_str().unwrap_or("?")
+            );
+        }
+        if let Some(link) = &*self.link.lock() {
+            let _ = link.id.disconnect();
+        }
+        let _ = self.shared.queue.queue().enqueue::<_, 2>(self.clone());
+    }
+}
+
+impl CmHandler for Connection {
+    fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
+        match event.kind() {
+            CmEventKind::Established => {
+                this.state.store(ESTABLISHED, Relaxed);
+                pr_info!(
+                    "connection {} from {} established\n",
+                    this.number,
+                    this.peer
+                );
+            }
+            CmEventKind::Disconnected
+            | CmEventKind::TimewaitExit
+            | CmEventKind::DeviceRemoval
+            | CmEventKind::AddrChange
+            | CmEventKind::Rejected
+            | CmEventKind::Unreachable
+            | CmEventKind::ConnectError => {
+                this.state.store(CLOSING, Relaxed);
+                pr_info!(
+                    "connection {}: {}\n",
+                    this.number,
+                    event.name().to_str().unwrap_or("?")
+                );
+                let this: Arc<Self> = this.into();
+                let _ = this.shared.queue.queue().enqueue::<_, 2>(this.clone());
+            }
+            _ => {}
+        }
+    }
+}
+
+impl WorkItem<1> for Connection {
+    type Pointer = Arc<Connection>;
+
+    /// Sets the connection up and accepts it, or rejects and releases it.
+    fn run(this: Arc<Connection>) {
+        let Some(id) = this.pending.lock().take() else {
+            return;
+        };
+        // Held through the accept, so completions of the first messages wait for the link.
+        let mut guard = this.link.lock();
+        match Self::build(&this, id) {
+            Ok(link) => *guard = Some(link),
+            Err((e, id)) => {
+                drop(guard);
+                pr_err!(
+                    "connection {}: setup failed: {:?}; rejecting\n",
+                    this.number,
+                    e
+                );
+                let _ = id.reject();
+                drop(id);
+                this.close(c"setup failure");
+            }
+        }
+    }
+}
+
+impl WorkItem<2> for Connection {
+    type Pointer = Arc<Connection>;
+
+    /// Releases everything: QP (drained), CQ, PD, buffers, the id; then leaves the list.
+    fn run(this: Arc<Connection>) {
+        this.state.store(CLOSING, Relaxed);
+        let pending = this.pending.lock().take();
+        drop(pending);
+        let link = this.link.lock().take();
+        drop(link);
+        let mut list = this.shared.connections.lock();
+        if let Some(index) = list.iter().position(|c| Arc::ptr_eq(c, &this)) {
+            let _ = list.remove(index);
+            pr_info!("connection {} released\n", this.number);
+        }
+        drop(list);
+        this.shared.emptied.notify_all();
+    }
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The demo pair's wire format, shared by `rdma_server` and `rdma_client`.
+//!
+//! Every message is one SEND of a [`Message`]: a 48-byte little-endian header followed by
+//! up to [`MAX_TEXT`] bytes of text. Receive slots are [`SLOT_SIZE`] bytes.
+//!
+//! | offset | size | field                                              |
+//! |--------|------|----------------------------------------------------|
+//! | 0      | 4    | magic `0x3153_5252` ("RRS1")                       |
+//! | 4      | 4    | kind: 1 = TEXT (client to server), 2 = DONE (back) |
+//! | 8      | 4    | sequence number, echoed by DONE                    |
+//! | 12     | 4    | text length (TEXT), reply length (DONE)            |
+//! | 16     | 8    | source address: client buffer the server READs     |
+//! | 24     | 4    | source rkey                                        |
+//! | 28     | 4    | source length                                      |
+//! | 32     | 8    | sink address: client buffer the server WRITEs      |
+//! | 40     | 4    | sink rkey                                          |
+//! | 44     | 4    | sink length                                        |
+//! | 48     | n    | text (TEXT only)                                   |
+
+use crate::rdma::{code, RemoteBuf};
+use kernel::prelude::*;
+
+/// Identifies the protocol and its version.
+pub(crate) const MAGIC: u32 = 0x3153_5252;
+/// Bytes of header before the text.
+pub(crate) const HEADER_SIZE: usize = 48;
+/// The longest text a TEXT message carries.
+pub(crate) const MAX_TEXT: usize = 1024;
+/// The size of a receive slot: a header and the longest text.
+pub(crate) const SLOT_SIZE: usize = HEADER_SIZE + MAX_TEXT;
+
+/// What a message asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Client to server: store the text, READ it from `source`, WRITE it to `sink`.
+    Text = 1,
+    /// Server to client: the reply (of `length` bytes) is in the sink.
+    Done = 2,
+}
+
+/// A decoded message header.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Message {
+    /// What the message asks for.
+    pub(crate) kind: Kind,
+    /// Sequence number.
+    pub(crate) seq: u32,
+    /// Text or reply length.
+    pub(crate) length: u32,
+    /// The client's source buffer.
+    pub(crate) source: RemoteBuf,
+    /// The client's sink buffer.
+    pub(crate) sink: RemoteBuf,
+}
+
+fn put_remote(out: &mut [u8], remote: &RemoteBuf) {
+    out[0..8].copy_from_slice(&remote.addr.to_le_bytes());
+    out[8..12].copy_from_slice(&remote.rkey.to_le_bytes());
+    out[12..16].copy_from_slice(&remote.len.to_le_bytes());
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+fn remote_at(bytes: &[u8], at: usize) -> RemoteBuf {
+    let mut addr = [0u8; 8];
+    addr.copy_from_slice(&bytes[at..at + 8]);
+    RemoteBuf {
+        addr: u64::from_le_bytes(addr),
+        rkey: u32_at(bytes, at + 8),
+        len: u32_at(bytes, at + 12),
+    }
+}
+
+impl Message {
+    /// The 48-byte header.
+    pub(crate) fn encode(&self) -> [u8; HEADER_SIZE] {
+        let mut out = [0u8; HEADER_SIZE];
+        out[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        out[4..8].copy_from_slice(&(self.kind as u32).to_le_bytes());
+        out[8..12].copy_from_slice(&self.seq.to_le_bytes());
+        out[12..16].copy_from_slice(&self.length.to_le_bytes());
+        put_remote(&mut out[16..32], &self.source);
+        put_remote(&mut out[32..48], &self.sink);
+        out
+    }
+
+    /// Decodes the header of a received message of `received` bytes; `EPROTO` for a short
+    /// message, a wrong magic, an unknown kind, or a TEXT whose text did not all arrive.
+    pub(crate) fn decode(bytes: &[u8; HEADER_SIZE], received: usize) -> Result<Self> {
+        if received < HEADER_SIZE || u32_at(bytes, 0) != MAGIC {
+            return Err(code::eproto());
+        }
+        let kind = match u32_at(bytes, 4) {
+            1 => Kind::Text,
+            2 => Kind::Done,
+            _ => return Err(code::eproto()),
+        };
+        let message = Self {
+            kind,
+            seq: u32_at(bytes, 8),
+            length: u32_at(bytes, 12),
+            source: remote_at(bytes, 16),
+            sink: remote_at(bytes, 32),
+        };
+        if kind == Kind::Text
+            && (message.length as usize > MAX_TEXT
+                || HEADER_SIZE + message.length as usize > received)
+        {
+            return Err(code::eproto());
+        }
+        Ok(message)
+    }
+}
