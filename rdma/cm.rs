@@ -13,7 +13,7 @@
 //! be dropped (nor `accept`ed, nor `connect`ed) from inside its own handler: handlers
 //! hand such work to a work item, as the C users of RDMA CM do.
 
-use super::{addr::SocketAddr, bindings, qp::Qp, Cq, Device, Pd};
+use super::{addr::SocketAddr, bindings, qp::Local, qp::Qp, Cq, Device, DmaBuf, Pd};
 use core::{cell::Cell, marker::PhantomData, ptr::NonNull};
 use kernel::{
     prelude::*,
@@ -358,6 +358,23 @@ impl<T: CmHandler> CmId<T> {
         // SAFETY: the QP lives as long as `self` is borrowed, and `Drop` drains it before
         // destroying it.
         Some(unsafe { Qp::from_raw(qp) })
+    }
+
+    /// `len` bytes of `buf` at `offset`, with the PD's local DMA lkey: the usual local side
+    /// of a work request. `ENOTCONN` before the QP exists.
+    pub(crate) fn dma_local<'a>(
+        &self,
+        buf: &'a DmaBuf,
+        offset: usize,
+        len: u32,
+    ) -> Result<Local<'a>> {
+        let pd = self.pd().ok_or_else(super::code::enotconn)?;
+        Ok(Local {
+            buf,
+            offset,
+            len,
+            lkey: pd.local_dma_lkey(),
+        })
     }
 
     /// The PD under the QP, once created.

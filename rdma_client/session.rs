@@ -8,8 +8,8 @@
 
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
 use crate::rdma::{
-    code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Local, Mr, OwnedQueue, Pd, PollContext,
-    QpCaps, SendOp, SocketAddr, WorkCompletion,
+    code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd, PollContext, QpCaps,
+    SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
@@ -213,13 +213,9 @@ impl Session {
 
     fn post_recv(this: &Arc<Self>, link: &Link, slot: usize) -> Result {
         let qp = link.id.qp().ok_or(EINVAL)?;
-        let pd = link.id.pd().ok_or(EINVAL)?;
-        let local = Local {
-            buf: &link.recv,
-            offset: slot * SLOT_SIZE,
-            len: SLOT_SIZE as u32,
-            lkey: pd.local_dma_lkey(),
-        };
+        let local = link
+            .id
+            .dma_local(&link.recv, slot * SLOT_SIZE, SLOT_SIZE as u32)?;
         let session = this.clone();
         let recv = link.recv.clone();
         qp.post_recv(local, move |wc| {
@@ -341,14 +337,8 @@ impl Session {
         };
         link.send.copy_in(0, &message.encode())?;
         link.send.copy_in(HEADER_SIZE, text)?;
-        let pd = link.id.pd().ok_or(EINVAL)?;
         let total = (HEADER_SIZE + text.len()) as u32;
-        let local = Local {
-            buf: &link.send,
-            offset: 0,
-            len: total,
-            lkey: pd.local_dma_lkey(),
-        };
+        let local = link.id.dma_local(&link.send, 0, total)?;
         Self::post(
             this,
             link,

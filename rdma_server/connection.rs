@@ -10,8 +10,8 @@
 
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
 use crate::rdma::{
-    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Local, OwnedQueue, Pd,
-    PollContext, QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
+    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, OwnedQueue, Pd, PollContext,
+    QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use kernel::{
@@ -294,13 +294,9 @@ impl Connection {
 
     fn post_recv(this: &Arc<Self>, link: &Link, slot: usize) -> Result {
         let qp = link.id.qp().ok_or(EINVAL)?;
-        let pd = link.id.pd().ok_or(EINVAL)?;
-        let local = Local {
-            buf: &link.recv,
-            offset: slot * SLOT_SIZE,
-            len: SLOT_SIZE as u32,
-            lkey: pd.local_dma_lkey(),
-        };
+        let local = link
+            .id
+            .dma_local(&link.recv, slot * SLOT_SIZE, SLOT_SIZE as u32)?;
         let connection = this.clone();
         qp.post_recv(local, move |wc| Self::received(connection, slot, wc))
     }
@@ -368,13 +364,9 @@ impl Connection {
             return Err(EINVAL);
         }
         let qp = link.id.qp().ok_or(EINVAL)?;
-        let pd = link.id.pd().ok_or(EINVAL)?;
-        let local = Local {
-            buf: &link.data,
-            offset: slot * MAX_TEXT,
-            len: message.length,
-            lkey: pd.local_dma_lkey(),
-        };
+        let local = link
+            .id
+            .dma_local(&link.data, slot * MAX_TEXT, message.length)?;
         let remote = RemoteBuf {
             len: message.length,
             ..message.source
@@ -403,13 +395,9 @@ impl Connection {
         };
         let result = (|| -> Result {
             let qp = link.id.qp().ok_or(EINVAL)?;
-            let pd = link.id.pd().ok_or(EINVAL)?;
-            let local = Local {
-                buf: &link.data,
-                offset: slot * MAX_TEXT,
-                len: message.length,
-                lkey: pd.local_dma_lkey(),
-            };
+            let local = link
+                .id
+                .dma_local(&link.data, slot * MAX_TEXT, message.length)?;
             let connection = this.clone();
             let length = message.length;
             qp.post_send(
@@ -455,13 +443,9 @@ impl Connection {
         };
         link.send.copy_in(slot * HEADER_SIZE, &done.encode())?;
         let qp = link.id.qp().ok_or(EINVAL)?;
-        let pd = link.id.pd().ok_or(EINVAL)?;
-        let local = Local {
-            buf: &link.send,
-            offset: slot * HEADER_SIZE,
-            len: HEADER_SIZE as u32,
-            lkey: pd.local_dma_lkey(),
-        };
+        let local = link
+            .id
+            .dma_local(&link.send, slot * HEADER_SIZE, HEADER_SIZE as u32)?;
         let connection = this.clone();
         qp.post_send(
             SendOp::Send {
