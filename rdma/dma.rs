@@ -73,6 +73,17 @@ impl DmaBuf {
         self.0.dma + offset as u64
     }
 
+    /// How many pages `len` bytes at `offset` span (what a registration of them maps).
+    pub(crate) fn pages(&self, offset: usize, len: usize) -> u32 {
+        let page = kernel::page::PAGE_SIZE as u64;
+        if len == 0 {
+            return 0;
+        }
+        let first = self.dma_addr(offset) / page;
+        let last = (self.dma_addr(offset) + len as u64 - 1) / page;
+        (last - first + 1) as u32
+    }
+
     /// Copies `data` into the buffer at `offset`, then hands the range to the device.
     pub(crate) fn copy_in(&self, offset: usize, data: &[u8]) -> Result {
         let end = offset.checked_add(data.len()).ok_or(EINVAL)?;
@@ -96,6 +107,20 @@ impl DmaBuf {
         }
         // SAFETY: `offset..end` lies inside the allocation (checked above).
         unsafe { core::ptr::write_bytes(self.0.cpu.add(offset), byte, len) };
+        self.sync_for_device();
+        Ok(())
+    }
+
+    /// Writes a test pattern into the first `len` bytes: byte `i` is `seed + i` (mod 256),
+    /// so misplaced data is as visible as wrong data. Then hands the range to the device.
+    pub(crate) fn fill_pattern(&self, len: usize, seed: u8) -> Result {
+        if len > self.0.len {
+            return Err(EINVAL);
+        }
+        for i in 0..len {
+            // SAFETY: `i < len <= self.0.len`, inside the allocation.
+            unsafe { self.0.cpu.add(i).write(seed.wrapping_add(i as u8)) };
+        }
         self.sync_for_device();
         Ok(())
     }

@@ -95,6 +95,11 @@ pub(crate) mod code {
         super::errno(super::bindings::EHOSTUNREACH)
     }
 
+    /// `EOPNOTSUPP`: the operation is not supported.
+    pub(crate) fn eopnotsupp() -> Error {
+        super::errno(super::bindings::EOPNOTSUPP)
+    }
+
     /// `EISCONN`: connected already.
     pub(crate) fn eisconn() -> Error {
         super::errno(super::bindings::EISCONN)

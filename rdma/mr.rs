@@ -85,12 +85,10 @@ impl Mr {
         if len == 0 || end > buf.len() {
             return Err(EINVAL);
         }
-        let page = kernel::page::PAGE_SIZE as u64;
-        let first = buf.dma_addr(offset) / page;
-        let last = (buf.dma_addr(offset) + u64::from(len) - 1) / page;
-        if last - first + 1 > u64::from(self.0.max_pages) {
+        if buf.pages(offset, len as usize) > self.0.max_pages {
             return Err(E2BIG);
         }
+        let page = kernel::page::PAGE_SIZE as u32;
         // SAFETY: all-zeroes is a valid scatterlist entry before initialisation.
         let mut sg: bindings::scatterlist = unsafe { core::mem::zeroed() };
         // SAFETY: `sg` is a single local entry; the helper marks it the end of the table
@@ -101,13 +99,7 @@ impl Mr {
         // and it may be mapped; `sg` lives for the call.
         let mapped = unsafe {
             bindings::rdma_rs_ib_update_fast_reg_key(self.as_raw(), key);
-            bindings::ib_map_mr_sg(
-                self.as_raw(),
-                &mut sg,
-                1,
-                core::ptr::null_mut(),
-                page as u32,
-            )
+            bindings::ib_map_mr_sg(self.as_raw(), &mut sg, 1, core::ptr::null_mut(), page)
         };
         if mapped != 1 {
             return Err(if mapped < 0 {

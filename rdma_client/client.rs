@@ -8,6 +8,7 @@
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
+mod ping;
 #[path = "../rdma_server/protocol.rs"]
 mod protocol;
 mod session;
@@ -34,6 +35,10 @@ module! {
         port: u16 {
             default: 7174,
             description: "server port",
+        },
+        unsafe_global_rkey: u8 {
+            default: 0,
+            description: "1: give the PD the device-wide DMA rkey, for ping mem_mode=dma",
         },
     },
 }
@@ -74,10 +79,20 @@ fn server_address() -> Result<SocketAddr> {
         .inspect_err(|_| pr_err!("server: not an IPv4 or IPv6 address\n"))
 }
 
+fn global_rkey() -> bool {
+    *module_parameters::unsafe_global_rkey.value() != 0
+}
+
+fn write_ping(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
+    let (input, len) = read_input::<256>(reader, "ping")?;
+    let options = ping::PingOptions::parse(&input[..len])?;
+    Session::ping(session, &options)
+}
+
 fn write_ctl(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
     let (input, len) = read_input::<32>(reader, "ctl")?;
     match &input[..len] {
-        b"connect" => Session::connect(session, &server_address()?),
+        b"connect" => Session::connect(session, &server_address()?, global_rkey()),
         b"disconnect" => {
             session.disconnect();
             Ok(())
@@ -97,6 +112,7 @@ fn write_send(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
 struct RdmaClient {
     _ctl: Pin<KBox<File<Arc<Session>>>>,
     _send: Pin<KBox<File<Arc<Session>>>>,
+    _ping: Pin<KBox<File<Arc<Session>>>>,
     _reply: Pin<KBox<File<Arc<Session>>>>,
     _stats: Pin<KBox<File<Arc<Session>>>>,
     _dir: Dir,
@@ -110,7 +126,7 @@ impl kernel::Module for RdmaClient {
         let session = Session::new()?;
         if !server.value().is_empty() {
             let address = server_address()?;
-            if let Err(e) = Session::connect(&session, &address) {
+            if let Err(e) = Session::connect(&session, &address, global_rkey()) {
                 pr_warn!(
                     "cannot connect to {} yet ({:?}); use ctl to retry\n",
                     address,
@@ -127,6 +143,10 @@ impl kernel::Module for RdmaClient {
             dir.write_callback_file(c"send", session.clone(), &write_send),
             GFP_KERNEL,
         )?;
+        let ping = KBox::pin_init(
+            dir.write_callback_file(c"ping", session.clone(), &write_ping),
+            GFP_KERNEL,
+        )?;
         let reply = KBox::pin_init(
             dir.read_callback_file(c"reply", session.clone(), &Session::show_reply),
             GFP_KERNEL,
@@ -139,6 +159,7 @@ impl kernel::Module for RdmaClient {
         Ok(Self {
             _ctl: ctl,
             _send: send,
+            _ping: ping,
             _reply: reply,
             _stats: stats,
             _dir: dir,

@@ -6,7 +6,9 @@
 //! time, and wait for the RDMA CM events and work completions they cause; callbacks only
 //! record what happened in the inbox and wake the waiter.
 
-use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::ping::{MemMode, PingOptions};
+use crate::protocol::{Kind, Message, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::rdma::RemoteBuf;
 use crate::rdma::{
     code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd, PollContext, QpCaps,
     SendOp, SocketAddr, WorkCompletion,
@@ -85,6 +87,8 @@ pub(crate) struct Session {
     send_bytes: AtomicU64,
     recv_messages: AtomicU64,
     recv_bytes: AtomicU64,
+    pings: AtomicU64,
+    ping_bytes: AtomicU64,
     queue: OwnedQueue,
     #[pin]
     release_work: Work<Session>,
@@ -115,6 +119,8 @@ impl Session {
                 send_bytes: AtomicU64::new(0),
                 recv_messages: AtomicU64::new(0),
                 recv_bytes: AtomicU64::new(0),
+                pings: AtomicU64::new(0),
+                ping_bytes: AtomicU64::new(0),
                 queue,
                 release_work <- new_work!("Session::release_work"),
             }),
@@ -161,7 +167,7 @@ impl Session {
     }
 
     /// Connects to `server`, unless connected already (`EISCONN`).
-    pub(crate) fn connect(this: &Arc<Self>, server: &SocketAddr) -> Result {
+    pub(crate) fn connect(this: &Arc<Self>, server: &SocketAddr, global_rkey: bool) -> Result {
         let _operation = this.operation.lock();
         if this.link.lock().is_some() {
             return Err(code::eisconn());
@@ -177,7 +183,7 @@ impl Session {
         id.resolve_addr(server)?;
         this.wait_cm(CmEventKind::AddrResolved)?;
         let device = id.device().ok_or(ENODEV)?;
-        let pd = Pd::new(device, false)?;
+        let pd = Pd::new(device, global_rkey)?;
         let source_mr = Mr::new(&pd, 2)?;
         let sink_mr = Mr::new(&pd, 2)?;
         let recv = DmaBuf::new(device, RECV_SLOTS * SLOT_SIZE)?;
@@ -330,6 +336,7 @@ impl Session {
         let seq = this.seq.fetch_add(1, Relaxed);
         let message = Message {
             kind: Kind::Text,
+            flags: 0,
             seq,
             length: text.len() as u32,
             source: link.source_mr.remote()?,
@@ -348,20 +355,8 @@ impl Session {
             },
             Tag::Send,
         )?;
-        this.completed(Tag::Send, "SEND")?;
-        this.send_messages.fetch_add(1, Relaxed);
-        this.send_bytes.fetch_add(total.into(), Relaxed);
-        let (slot, wc, header) = this.wait(|inbox| inbox.received.take())?;
-        if !wc.is_ok() {
-            pr_err!(
-                "send: receive failed: {}\n",
-                wc.status_name().to_str().unwrap_or("?")
-            );
-            return Err(EIO);
-        }
-        Self::post_recv(this, link, slot)?;
-        let done = Message::decode(&header, wc.byte_len as usize)?;
-        if done.kind != Kind::Done || done.seq != seq || done.length as usize > MAX_TEXT {
+        let (done, _) = Self::answer(this, link, seq, total)?;
+        if done.length as usize > MAX_TEXT {
             pr_err!("send: unexpected answer from the server\n");
             return Err(code::eproto());
         }
@@ -369,6 +364,217 @@ impl Session {
         reply.clear();
         reply.resize(done.length as usize, 0, GFP_KERNEL)?;
         link.sink.copy_out(0, &mut reply)?;
+        Ok(())
+    }
+
+    /// Waits for the SEND of `total` bytes (message `seq`) to complete and for the server's
+    /// DONE; re-posts the receive. Returns DONE and the rkey the server invalidated, if any.
+    fn answer(
+        this: &Arc<Self>,
+        link: &Link,
+        seq: u32,
+        total: u32,
+    ) -> Result<(Message, Option<u32>)> {
+        this.completed(Tag::Send, "SEND")?;
+        this.send_messages.fetch_add(1, Relaxed);
+        this.send_bytes.fetch_add(total.into(), Relaxed);
+        let (slot, wc, header) = this.wait(|inbox| inbox.received.take())?;
+        if !wc.is_ok() {
+            pr_err!(
+                "receive failed: {}\n",
+                wc.status_name().to_str().unwrap_or("?")
+            );
+            return Err(EIO);
+        }
+        Self::post_recv(this, link, slot)?;
+        let done = Message::decode(&header, wc.byte_len as usize)?;
+        if done.kind != Kind::Done || done.seq != seq {
+            pr_err!("unexpected answer from the server\n");
+            return Err(code::eproto());
+        }
+        Ok((done, wc.invalidated_rkey))
+    }
+
+    /// krping's loop: per iteration the server READs `size` bytes from the client's source
+    /// and WRITEs them to its sink; with `validate` the client compares the two.
+    pub(crate) fn ping(this: &Arc<Self>, options: &PingOptions) -> Result {
+        let _operation = this.operation.lock();
+        let guard = this.link.lock();
+        let link = guard.as_ref().ok_or_else(code::enotconn)?;
+        let device = link.id.device().ok_or(ENODEV)?;
+        let pd = link.id.pd().ok_or(ENODEV)?;
+        let size = options.size;
+        let global_rkey = pd.global_rkey();
+        if options.mem_mode == MemMode::Dma && global_rkey.is_none() {
+            pr_err!("ping: mem_mode=dma needs the client loaded with unsafe_global_rkey=1\n");
+            return Err(EINVAL);
+        }
+        let source = DmaBuf::new(device, size as usize)?;
+        let sink = DmaBuf::new(device, size as usize)?;
+        let pages = source
+            .pages(0, size as usize)
+            .max(sink.pages(0, size as usize));
+        if options.mem_mode == MemMode::Reg && pages > device.max_fast_reg_pages() {
+            pr_err!(
+                "ping: size={} needs {} pages per registration; {} allows {}\n",
+                size,
+                pages,
+                device.name().to_str().unwrap_or("?"),
+                device.max_fast_reg_pages()
+            );
+            return Err(EINVAL);
+        }
+        let (source_mr, sink_mr) = (Mr::new(pd, pages)?, Mr::new(pd, pages)?);
+        for iteration in 0..options.count {
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            source.fill_pattern(size as usize, iteration as u8)?;
+            sink.fill(0, size as usize, 0)?;
+            let result = Self::ping_once(
+                this,
+                link,
+                options,
+                iteration,
+                [&source, &sink],
+                [&source_mr, &sink_mr],
+                global_rkey,
+            );
+            // Invalidate whatever is still registered, whatever happened.
+            for (mr, tag) in [
+                (&source_mr, Tag::InvalidateSource),
+                (&sink_mr, Tag::InvalidateSink),
+            ] {
+                if mr.is_valid() {
+                    Self::post(this, link, SendOp::Invalidate { mr }, tag)?;
+                    this.completed(tag, "local invalidate")?;
+                }
+            }
+            result?;
+            this.ping_bytes.fetch_add(size.into(), Relaxed);
+            this.pings.fetch_add(1, Relaxed);
+        }
+        pr_info!(
+            "ping: {} iterations of {} bytes ({:?}{}{}) done\n",
+            options.count,
+            size,
+            options.mem_mode,
+            if options.validate { ", validated" } else { "" },
+            if options.server_inv {
+                ", server_inv"
+            } else {
+                ""
+            }
+        );
+        Ok(())
+    }
+
+    fn ping_once(
+        this: &Arc<Self>,
+        link: &Link,
+        options: &PingOptions,
+        iteration: u32,
+        [source, sink]: [&DmaBuf; 2],
+        [source_mr, sink_mr]: [&Mr; 2],
+        global_rkey: Option<u32>,
+    ) -> Result {
+        let size = options.size;
+        let (source_remote, sink_remote) = match (options.mem_mode, global_rkey) {
+            (MemMode::Dma, Some(rkey)) => (
+                RemoteBuf {
+                    addr: source.dma_addr(0),
+                    rkey,
+                    len: size,
+                },
+                RemoteBuf {
+                    addr: sink.dma_addr(0),
+                    rkey,
+                    len: size,
+                },
+            ),
+            _ => {
+                let sink_access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE;
+                Self::register(
+                    this,
+                    link,
+                    source_mr,
+                    source,
+                    size,
+                    ACCESS_REMOTE_READ,
+                    Tag::RegisterSource,
+                )?;
+                Self::register(
+                    this,
+                    link,
+                    sink_mr,
+                    sink,
+                    size,
+                    sink_access,
+                    Tag::RegisterSink,
+                )?;
+                (source_mr.remote()?, sink_mr.remote()?)
+            }
+        };
+        let seq = this.seq.fetch_add(1, Relaxed);
+        let message = Message {
+            kind: Kind::Ping,
+            flags: if options.server_inv {
+                FLAG_SERVER_INVALIDATE
+            } else {
+                0
+            },
+            seq,
+            length: size,
+            source: source_remote,
+            sink: sink_remote,
+        };
+        link.send.copy_in(0, &message.encode())?;
+        let local = link.id.dma_local(&link.send, 0, HEADER_SIZE as u32)?;
+        Self::post(
+            this,
+            link,
+            SendOp::Send {
+                local,
+                invalidate: None,
+            },
+            Tag::Send,
+        )?;
+        let (done, invalidated) = Self::answer(this, link, seq, HEADER_SIZE as u32)?;
+        if done.length != size {
+            pr_err!(
+                "ping: the server answered {} bytes, not {}\n",
+                done.length,
+                size
+            );
+            return Err(code::eproto());
+        }
+        match (options.server_inv, invalidated) {
+            (true, Some(rkey)) => sink_mr.note_remote_invalidate(rkey).inspect_err(|_| {
+                pr_err!(
+                    "ping: the server invalidated rkey {:#x}, not the sink's\n",
+                    rkey
+                )
+            })?,
+            (true, None) => {
+                pr_err!("ping: server_inv asked, but the server did not invalidate\n");
+                return Err(code::eproto());
+            }
+            (false, Some(rkey)) => {
+                pr_err!("ping: the server invalidated rkey {:#x} unasked\n", rkey);
+                return Err(code::eproto());
+            }
+            (false, None) => {}
+        }
+        if options.validate {
+            if let Some(offset) = sink.first_difference(source, size as usize)? {
+                pr_err!(
+                    "ping: validation failed in iteration {} at offset {}\n",
+                    iteration,
+                    offset
+                );
+                return Err(EIO);
+            }
+        }
         Ok(())
     }
 
@@ -398,12 +604,17 @@ impl Session {
     pub(crate) fn show_stats(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "connected {} send_msgs {} send_bytes {} recv_msgs {} recv_bytes {}",
+            "connected {} send_msgs {} send_bytes {} recv_msgs {} recv_bytes {} \
+             read_msgs {} read_bytes {} write_msgs {} write_bytes {}",
             u8::from(this.link.lock().is_some()),
             this.send_messages.load(Relaxed),
             this.send_bytes.load(Relaxed),
             this.recv_messages.load(Relaxed),
             this.recv_bytes.load(Relaxed),
+            this.pings.load(Relaxed),
+            this.ping_bytes.load(Relaxed),
+            this.pings.load(Relaxed),
+            this.ping_bytes.load(Relaxed),
         )
     }
 }

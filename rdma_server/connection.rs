@@ -8,12 +8,12 @@
 //! its own handler. Receive slot `i` owns the `i`-th region of the send and data buffers
 //! until its DONE is sent, when the receive is posted again.
 
-use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::protocol::{Kind, Message, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
 use crate::rdma::{
     CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, OwnedQueue, Pd, PollContext,
     QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
 };
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use kernel::{
     fmt, new_condvar, new_mutex,
     prelude::*,
@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     #[pin]
     emptied: CondVar,
     next_number: AtomicU32,
+    /// Test hook (debugfs `corrupt_next`): damage the next PING's data.
+    pub(crate) corrupt_next: AtomicBool,
     queue: OwnedQueue,
 }
 
@@ -52,6 +54,7 @@ impl Shared {
                 last_msg <- new_mutex!(KVec::new()),
                 emptied <- new_condvar!(),
                 next_number: AtomicU32::new(1),
+                corrupt_next: AtomicBool::new(false),
                 queue,
             }),
             GFP_KERNEL,
@@ -143,6 +146,10 @@ pub(crate) struct Connection {
     /// The resources of an accepted connection; `None` before setup and after release.
     #[pin]
     link: Mutex<Option<Link>>,
+    /// The buffer PING data passes through (grown on demand, up to 4 MiB). Locked after
+    /// `link` when both are.
+    #[pin]
+    ping: Mutex<Option<DmaBuf>>,
     recvs: Counter,
     sends: Counter,
     reads: Counter,
@@ -178,6 +185,7 @@ impl Connection {
                 state: AtomicU8::new(CONNECTING),
                 pending <- new_mutex!(None),
                 link <- new_mutex!(None),
+                ping <- new_mutex!(None),
                 recvs: Counter::default(),
                 sends: Counter::default(),
                 reads: Counter::default(),
@@ -318,7 +326,7 @@ impl Connection {
             .copy_out(slot * SLOT_SIZE, &mut header)
             .and_then(|()| Message::decode(&header, wc.byte_len as usize));
         let message = match message {
-            Ok(message) if message.kind == Kind::Text => message,
+            Ok(message) if message.kind != Kind::Done => message,
             _ => {
                 pr_err!(
                     "connection {}: protocol error in a received message; closing\n",
@@ -329,23 +337,26 @@ impl Connection {
                 return;
             }
         };
-        let length = message.length as usize;
-        let stored = link
-            .recv
-            .copy_out(slot * SLOT_SIZE + HEADER_SIZE, &mut text[..length])
-            .and_then(|()| {
-                let mut last = this.shared.last_msg.lock();
-                last.clear();
-                last.extend_from_slice(&text[..length], GFP_KERNEL)?;
-                Ok(())
-            });
-        if stored.is_err() {
-            this.errors.fetch_add(1, Relaxed);
-        }
-        let result = if length == 0 {
-            Self::send_done(&this, link, slot, message.seq, 0)
-        } else {
-            Self::read_source(&this, link, slot, message)
+        let result = match message.kind {
+            Kind::Ping => Self::ping_buffer(&this, link, message.length)
+                .and_then(|buf| Self::read_source(&this, link, slot, message, buf, 0)),
+            _ => {
+                let length = message.length as usize;
+                if let Err(e) = this.store_text(link, slot, &mut text[..length]) {
+                    pr_err!(
+                        "connection {}: cannot store the text: {:?}\n",
+                        this.number,
+                        e
+                    );
+                    this.errors.fetch_add(1, Relaxed);
+                }
+                if length == 0 {
+                    Self::send_done(&this, link, slot, message.seq, 0, None)
+                } else {
+                    let data = link.data.clone();
+                    Self::read_source(&this, link, slot, message, data, slot * MAX_TEXT)
+                }
+            }
         };
         if let Err(e) = result {
             pr_err!(
@@ -358,46 +369,91 @@ impl Connection {
         }
     }
 
-    /// RDMA READs the text again from the client's source buffer.
-    fn read_source(this: &Arc<Self>, link: &Link, slot: usize, message: Message) -> Result {
+    /// Copies a TEXT message's text out of its receive slot into `last_msg`.
+    fn store_text(&self, link: &Link, slot: usize, text: &mut [u8]) -> Result {
+        link.recv.copy_out(slot * SLOT_SIZE + HEADER_SIZE, text)?;
+        let mut last = self.shared.last_msg.lock();
+        last.clear();
+        last.extend_from_slice(text, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// The connection's PING buffer, grown to at least `length` bytes.
+    fn ping_buffer(this: &Arc<Self>, link: &Link, length: u32) -> Result<DmaBuf> {
+        let mut ping = this.ping.lock();
+        if let Some(buf) = &*ping {
+            if buf.len() >= length as usize {
+                return Ok(buf.clone());
+            }
+        }
+        let device = link.id.device().ok_or(ENODEV)?;
+        let buf = DmaBuf::new(device, length as usize)?;
+        *ping = Some(buf.clone());
+        Ok(buf)
+    }
+
+    /// RDMA READs `message.length` bytes from the client's source into `buf` at `offset`.
+    fn read_source(
+        this: &Arc<Self>,
+        link: &Link,
+        slot: usize,
+        message: Message,
+        buf: DmaBuf,
+        offset: usize,
+    ) -> Result {
         if message.source.len < message.length || message.sink.len < message.length {
             return Err(EINVAL);
         }
         let qp = link.id.qp().ok_or(EINVAL)?;
-        let local = link
-            .id
-            .dma_local(&link.data, slot * MAX_TEXT, message.length)?;
+        let local = link.id.dma_local(&buf, offset, message.length)?;
         let remote = RemoteBuf {
             len: message.length,
             ..message.source
         };
         let connection = this.clone();
+        let target = buf.clone();
         qp.post_send(
             SendOp::Read {
                 local,
                 remote,
                 invalidate: None,
             },
-            move |wc| Self::source_read(connection, slot, message, wc),
+            move |wc| Self::source_read(connection, slot, message, target, offset, wc),
         )
     }
 
     /// The READ completed: WRITE what was read into the sink, then SEND DONE (same QP, so
     /// the client sees the data before the DONE).
-    fn source_read(this: Arc<Self>, slot: usize, message: Message, wc: WorkCompletion) {
+    fn source_read(
+        this: Arc<Self>,
+        slot: usize,
+        message: Message,
+        buf: DmaBuf,
+        offset: usize,
+        wc: WorkCompletion,
+    ) {
         if !this.check(&wc, c"RDMA READ") {
             return;
         }
         this.reads.add(message.length);
+        if message.kind == Kind::Ping && this.shared.corrupt_next.swap(false, Relaxed) {
+            // The test hook: damage one byte, which the client's validation must catch.
+            let mut byte = [0u8; 1];
+            if buf.copy_out(offset, &mut byte).is_ok() {
+                let _ = buf.copy_in(offset, &[byte[0] ^ 0xff]);
+                pr_info!(
+                    "connection {}: corrupted byte 0 of a PING as asked\n",
+                    this.number
+                );
+            }
+        }
         let guard = this.link.lock();
         let Some(link) = &*guard else {
             return;
         };
         let result = (|| -> Result {
             let qp = link.id.qp().ok_or(EINVAL)?;
-            let local = link
-                .id
-                .dma_local(&link.data, slot * MAX_TEXT, message.length)?;
+            let local = link.id.dma_local(&buf, offset, message.length)?;
             let connection = this.clone();
             let length = message.length;
             qp.post_send(
@@ -411,7 +467,9 @@ impl Connection {
                     }
                 },
             )?;
-            Self::send_done(&this, link, slot, message.seq, message.length)
+            let invalidate =
+                (message.flags & FLAG_SERVER_INVALIDATE != 0).then_some(message.sink.rkey);
+            Self::send_done(&this, link, slot, message.seq, message.length, invalidate)
         })();
         if let Err(e) = result {
             pr_err!(
@@ -425,9 +483,17 @@ impl Connection {
     }
 
     /// SENDs DONE for the message in `slot`; its completion re-posts the slot's receive.
-    fn send_done(this: &Arc<Self>, link: &Link, slot: usize, seq: u32, length: u32) -> Result {
+    fn send_done(
+        this: &Arc<Self>,
+        link: &Link,
+        slot: usize,
+        seq: u32,
+        length: u32,
+        invalidate: Option<u32>,
+    ) -> Result {
         let done = Message {
             kind: Kind::Done,
+            flags: 0,
             seq,
             length,
             source: RemoteBuf {
@@ -447,25 +513,19 @@ impl Connection {
             .id
             .dma_local(&link.send, slot * HEADER_SIZE, HEADER_SIZE as u32)?;
         let connection = this.clone();
-        qp.post_send(
-            SendOp::Send {
-                local,
-                invalidate: None,
-            },
-            move |wc| {
-                if !connection.check(&wc, c"SEND") {
-                    return;
+        qp.post_send(SendOp::Send { local, invalidate }, move |wc| {
+            if !connection.check(&wc, c"SEND") {
+                return;
+            }
+            connection.sends.add(HEADER_SIZE as u32);
+            let guard = connection.link.lock();
+            if let Some(link) = &*guard {
+                if Self::post_recv(&connection, link, slot).is_err() {
+                    drop(guard);
+                    connection.close(c"receive post failure");
                 }
-                connection.sends.add(HEADER_SIZE as u32);
-                let guard = connection.link.lock();
-                if let Some(link) = &*guard {
-                    if Self::post_recv(&connection, link, slot).is_err() {
-                        drop(guard);
-                        connection.close(c"receive post failure");
-                    }
-                }
-            },
-        )
+            }
+        })
     }
 
     /// `true` for a successful completion; logs a failure (flushes are quiet: they are
@@ -571,6 +631,8 @@ impl WorkItem<2> for Connection {
         this.state.store(CLOSING, Relaxed);
         let pending = this.pending.lock().take();
         drop(pending);
+        let ping = this.ping.lock().take();
+        drop(ping);
         let link = this.link.lock().take();
         drop(link);
         let mut list = this.shared.connections.lock();

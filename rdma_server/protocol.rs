@@ -8,7 +8,7 @@
 //! | offset | size | field                                              |
 //! |--------|------|----------------------------------------------------|
 //! | 0      | 4    | magic `0x3153_5252` ("RRS1")                       |
-//! | 4      | 4    | kind: 1 = TEXT (client to server), 2 = DONE (back) |
+//! | 4      | 4    | kind (low byte), flags (next byte); see [`Kind`]    |
 //! | 8      | 4    | sequence number, echoed by DONE                    |
 //! | 12     | 4    | text length (TEXT), reply length (DONE)            |
 //! | 16     | 8    | source address: client buffer the server READs     |
@@ -38,13 +38,24 @@ pub(crate) enum Kind {
     Text = 1,
     /// Server to client: the reply (of `length` bytes) is in the sink.
     Done = 2,
+    /// Client to server: READ `length` bytes from `source`, WRITE them to `sink` (krping's
+    /// loop); flags may ask for [`FLAG_SERVER_INVALIDATE`].
+    Ping = 3,
 }
+
+/// PING flag: answer with SEND_WITH_INV of the sink's rkey.
+pub(crate) const FLAG_SERVER_INVALIDATE: u8 = 1;
+
+/// The largest PING transfer, as krping allows.
+pub(crate) const MAX_PING: u32 = 4 << 20;
 
 /// A decoded message header.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Message {
     /// What the message asks for.
     pub(crate) kind: Kind,
+    /// `FLAG_*` bits.
+    pub(crate) flags: u8,
     /// Sequence number.
     pub(crate) seq: u32,
     /// Text or reply length.
@@ -80,7 +91,8 @@ impl Message {
     pub(crate) fn encode(&self) -> [u8; HEADER_SIZE] {
         let mut out = [0u8; HEADER_SIZE];
         out[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-        out[4..8].copy_from_slice(&(self.kind as u32).to_le_bytes());
+        let kind = self.kind as u32 | u32::from(self.flags) << 8;
+        out[4..8].copy_from_slice(&kind.to_le_bytes());
         out[8..12].copy_from_slice(&self.seq.to_le_bytes());
         out[12..16].copy_from_slice(&self.length.to_le_bytes());
         put_remote(&mut out[16..32], &self.source);
@@ -94,22 +106,38 @@ impl Message {
         if received < HEADER_SIZE || u32_at(bytes, 0) != MAGIC {
             return Err(code::eproto());
         }
-        let kind = match u32_at(bytes, 4) {
+        let kind_and_flags = u32_at(bytes, 4);
+        let kind = match kind_and_flags & 0xff {
             1 => Kind::Text,
             2 => Kind::Done,
+            3 => Kind::Ping,
             _ => return Err(code::eproto()),
         };
+        if kind_and_flags >> 16 != 0 {
+            return Err(code::eproto());
+        }
         let message = Self {
             kind,
+            flags: (kind_and_flags >> 8) as u8,
             seq: u32_at(bytes, 8),
             length: u32_at(bytes, 12),
             source: remote_at(bytes, 16),
             sink: remote_at(bytes, 32),
         };
-        if kind == Kind::Text
-            && (message.length as usize > MAX_TEXT
-                || HEADER_SIZE + message.length as usize > received)
-        {
+        let bad_length = match kind {
+            Kind::Text => {
+                message.length as usize > MAX_TEXT
+                    || HEADER_SIZE + message.length as usize > received
+            }
+            Kind::Ping => {
+                message.length == 0
+                    || message.length > MAX_PING
+                    || message.source.len < message.length
+                    || message.sink.len < message.length
+            }
+            Kind::Done => false,
+        };
+        if bad_length {
             return Err(code::eproto());
         }
         Ok(message)

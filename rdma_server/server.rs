@@ -69,11 +69,35 @@ impl CmHandler for Listener {
     }
 }
 
+/// debugfs `corrupt_next` (a test hook): `1` makes the server damage one byte of the next
+/// PING's data, so a test can prove that the client's `validate` compares.
+fn write_corrupt_next(
+    shared: &Arc<Shared>,
+    reader: &mut kernel::uaccess::UserSliceReader,
+) -> Result {
+    let mut input = [0u8; 2];
+    let len = reader.len();
+    if len == 0 || len > input.len() {
+        pr_err!("corrupt_next: write 1\n");
+        return Err(EINVAL);
+    }
+    reader.read_slice(&mut input[..len])?;
+    if input[0] != b'1' || (len == 2 && input[1] != b'\n') {
+        pr_err!("corrupt_next: write 1\n");
+        return Err(EINVAL);
+    }
+    shared
+        .corrupt_next
+        .store(true, core::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
 struct RdmaServer {
     listener: Option<CmId<Listener>>,
     shared: Arc<Shared>,
     _connections: Pin<KBox<File<Arc<Shared>>>>,
     _last_msg: Pin<KBox<File<Arc<Shared>>>>,
+    _corrupt_next: Pin<KBox<File<Arc<Shared>>>>,
     _dir: Dir,
     _devices: ClientRegistration<DeviceLog>,
 }
@@ -108,12 +132,17 @@ impl kernel::Module for RdmaServer {
             dir.read_callback_file(c"last_msg", shared.clone(), &Shared::show_last_msg),
             GFP_KERNEL,
         )?;
+        let corrupt_next = KBox::pin_init(
+            dir.write_callback_file(c"corrupt_next", shared.clone(), &write_corrupt_next),
+            GFP_KERNEL,
+        )?;
         pr_info!("listening on {}\n", address);
         Ok(Self {
             listener: Some(listener),
             shared,
             _connections: connections,
             _last_msg: last_msg,
+            _corrupt_next: corrupt_next,
             _dir: dir,
             _devices: devices,
         })
