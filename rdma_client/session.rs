@@ -342,20 +342,7 @@ impl Session {
             source: link.source_mr.remote()?,
             sink: link.sink_mr.remote()?,
         };
-        link.send.copy_in(0, &message.encode())?;
-        link.send.copy_in(HEADER_SIZE, text)?;
-        let total = (HEADER_SIZE + text.len()) as u32;
-        let local = link.id.dma_local(&link.send, 0, total)?;
-        Self::post(
-            this,
-            link,
-            SendOp::Send {
-                local,
-                invalidate: None,
-            },
-            Tag::Send,
-        )?;
-        let (done, _) = Self::answer(this, link, seq, total)?;
+        let (done, _) = Self::request(this, link, &message, text)?;
         if done.length as usize > MAX_TEXT {
             pr_err!("send: unexpected answer from the server\n");
             return Err(code::eproto());
@@ -367,14 +354,25 @@ impl Session {
         Ok(())
     }
 
-    /// Waits for the SEND of `total` bytes (message `seq`) to complete and for the server's
-    /// DONE; re-posts the receive. Returns DONE and the rkey the server invalidated, if any.
-    fn answer(
+    /// SENDs `message` followed by `payload`, waits for the SEND to complete and for the
+    /// server's DONE, and re-posts the receive. Returns DONE and the rkey the server
+    /// invalidated, if any.
+    fn request(
         this: &Arc<Self>,
         link: &Link,
-        seq: u32,
-        total: u32,
+        message: &Message,
+        payload: &[u8],
     ) -> Result<(Message, Option<u32>)> {
+        let seq = message.seq;
+        link.send.copy_in(0, &message.encode())?;
+        link.send.copy_in(HEADER_SIZE, payload)?;
+        let total = (HEADER_SIZE + payload.len()) as u32;
+        let local = link.id.dma_local(&link.send, 0, total)?;
+        let send = SendOp::Send {
+            local,
+            invalidate: None,
+        };
+        Self::post(this, link, send, Tag::Send)?;
         this.completed(Tag::Send, "SEND")?;
         this.send_messages.fetch_add(1, Relaxed);
         this.send_bytes.fetch_add(total.into(), Relaxed);
@@ -528,18 +526,7 @@ impl Session {
             source: source_remote,
             sink: sink_remote,
         };
-        link.send.copy_in(0, &message.encode())?;
-        let local = link.id.dma_local(&link.send, 0, HEADER_SIZE as u32)?;
-        Self::post(
-            this,
-            link,
-            SendOp::Send {
-                local,
-                invalidate: None,
-            },
-            Tag::Send,
-        )?;
-        let (done, invalidated) = Self::answer(this, link, seq, HEADER_SIZE as u32)?;
+        let (done, invalidated) = Self::request(this, link, &message, &[])?;
         if done.length != size {
             pr_err!(
                 "ping: the server answered {} bytes, not {}\n",
