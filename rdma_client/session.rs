@@ -87,8 +87,9 @@ pub(crate) struct Session {
     send_bytes: AtomicU64,
     recv_messages: AtomicU64,
     recv_bytes: AtomicU64,
-    pings: AtomicU64,
-    ping_bytes: AtomicU64,
+    /// Round trips in which the server READ the source and WROTE the sink, and bytes each way.
+    served: AtomicU64,
+    served_bytes: AtomicU64,
     queue: OwnedQueue,
     #[pin]
     release_work: Work<Session>,
@@ -119,8 +120,8 @@ impl Session {
                 send_bytes: AtomicU64::new(0),
                 recv_messages: AtomicU64::new(0),
                 recv_bytes: AtomicU64::new(0),
-                pings: AtomicU64::new(0),
-                ping_bytes: AtomicU64::new(0),
+                served: AtomicU64::new(0),
+                served_bytes: AtomicU64::new(0),
                 queue,
                 release_work <- new_work!("Session::release_work"),
             }),
@@ -351,6 +352,8 @@ impl Session {
         reply.clear();
         reply.resize(done.length as usize, 0, GFP_KERNEL)?;
         link.sink.copy_out(0, &mut reply)?;
+        this.served.fetch_add(1, Relaxed);
+        this.served_bytes.fetch_add(done.length.into(), Relaxed);
         Ok(())
     }
 
@@ -449,8 +452,8 @@ impl Session {
                 }
             }
             result?;
-            this.ping_bytes.fetch_add(size.into(), Relaxed);
-            this.pings.fetch_add(1, Relaxed);
+            this.served_bytes.fetch_add(size.into(), Relaxed);
+            this.served.fetch_add(1, Relaxed);
         }
         pr_info!(
             "ping: {} iterations of {} bytes ({:?}{}{}) done\n",
@@ -598,10 +601,10 @@ impl Session {
             this.send_bytes.load(Relaxed),
             this.recv_messages.load(Relaxed),
             this.recv_bytes.load(Relaxed),
-            this.pings.load(Relaxed),
-            this.ping_bytes.load(Relaxed),
-            this.pings.load(Relaxed),
-            this.ping_bytes.load(Relaxed),
+            this.served.load(Relaxed),
+            this.served_bytes.load(Relaxed),
+            this.served.load(Relaxed),
+            this.served_bytes.load(Relaxed),
         )
     }
 }
