@@ -57,11 +57,6 @@ impl Device {
         )
     }
 
-    /// Whether the device can invalidate a local MR with RDMA READ (iWARP only).
-    pub(crate) fn can_read_with_invalidate(&self) -> bool {
-        self.transport(1) == "iWARP"
-    }
-
     /// The largest number of pages a fast-registration MR may map on this device.
     pub(crate) fn max_fast_reg_pages(&self) -> u32 {
         // SAFETY: as for `rdma_read_depths`.

@@ -18,6 +18,7 @@ pub(crate) struct DmaBuf(Arc<Mapping>);
 ///
 /// `memory` is `len` bytes, mapped at `dma` on `device`, from creation to `Drop`.
 struct Mapping {
+    /// Owns the allocation; accessed only through `cpu`.
     memory: KVec<u8>,
     cpu: *mut u8,
     dma: u64,
@@ -195,7 +196,6 @@ impl Drop for Mapping {
                 bindings::dma_data_direction_DMA_BIDIRECTIONAL,
             )
         };
-        // `memory` is freed after this, once unmapped.
-        let _ = &self.memory;
+        // `memory`, a field, is freed after this body: only once it is unmapped.
     }
 }

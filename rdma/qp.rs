@@ -104,15 +104,6 @@ impl WorkCompletion {
         // SAFETY: `ib_wc_status_msg` returns a static string for any value.
         unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(self.status)) }
     }
-
-    /// `Ok` on success; otherwise logs nothing and returns `EIO`.
-    pub(crate) fn result(&self) -> Result<&Self> {
-        if self.is_ok() {
-            Ok(self)
-        } else {
-            Err(EIO)
-        }
-    }
 }
 
 /// The record that travels with a posted work request.

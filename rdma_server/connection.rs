@@ -359,13 +359,8 @@ impl Connection {
             }
         };
         if let Err(e) = result {
-            pr_err!(
-                "connection {}: cannot answer: {:?}; closing\n",
-                this.number,
-                e
-            );
             drop(guard);
-            this.close(c"post failure");
+            this.abort("cannot answer", e);
         }
     }
 
@@ -472,13 +467,8 @@ impl Connection {
             Self::send_done(&this, link, slot, message.seq, message.length, invalidate)
         })();
         if let Err(e) = result {
-            pr_err!(
-                "connection {}: cannot reply: {:?}; closing\n",
-                this.number,
-                e
-            );
             drop(guard);
-            this.close(c"post failure");
+            this.abort("cannot reply", e);
         }
     }
 
@@ -546,6 +536,12 @@ impl Connection {
             self.close(c"work request failure");
         }
         false
+    }
+
+    /// Logs why the connection cannot go on and closes it. The caller holds no `link` lock.
+    fn abort(self: &Arc<Self>, what: &str, e: Error) {
+        pr_err!("connection {}: {}: {:?}; closing\n", self.number, what, e);
+        self.close(c"post failure");
     }
 
     /// Starts closing: disconnects and queues the release.
