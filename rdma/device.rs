@@ -63,6 +63,12 @@ impl Device {
         unsafe { (*self.as_raw()).attrs.max_fast_reg_page_list_len }
     }
 
+    /// Whether the device offers RDMA READ with invalidate (`rdma_cap_read_inv`: iWARP).
+    pub(crate) fn can_read_with_invalidate(&self) -> bool {
+        // SAFETY: as for `transport`.
+        unsafe { bindings::rdma_rs_protocol_iwarp(self.as_raw(), 1) }
+    }
+
     /// The transport a port speaks, as named by `rdma link`.
     pub(crate) fn transport(&self, port: u32) -> &'static str {
         // SAFETY: the device is registered (type invariant); the helpers only read its

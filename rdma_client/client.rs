@@ -8,6 +8,8 @@
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
+mod bench;
+mod options;
 mod ping;
 #[path = "../rdma_server/protocol.rs"]
 mod protocol;
@@ -19,6 +21,7 @@ pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"rdma_client";
 use kernel::{
     debugfs::{Dir, File},
     prelude::*,
+    str::CString,
     sync::Arc,
     uaccess::UserSliceReader,
 };
@@ -39,6 +42,11 @@ module! {
         unsafe_global_rkey: u8 {
             default: 0,
             description: "1: give the PD the device-wide DMA rkey, for ping mem_mode=dma",
+        },
+        sessions: u32 {
+            default: 1,
+            description: "client sessions (connections), 1 to 16; the first in rdma_demo/, \
+                          the others in rdma_demo/session<n>/",
         },
     },
 }
@@ -89,6 +97,12 @@ fn write_ping(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
     Session::ping(session, &options)
 }
 
+fn write_bench(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
+    let (input, len) = read_input::<128>(reader, "bench")?;
+    let options = bench::BenchOptions::parse(&input[..len])?;
+    Session::bench(session, &options)
+}
+
 fn write_ctl(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
     let (input, len) = read_input::<32>(reader, "ctl")?;
     match &input[..len] {
@@ -109,61 +123,97 @@ fn write_send(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
     Session::send(session, &input[..len])
 }
 
-struct RdmaClient {
-    _ctl: Pin<KBox<File<Arc<Session>>>>,
-    _send: Pin<KBox<File<Arc<Session>>>>,
-    _ping: Pin<KBox<File<Arc<Session>>>>,
-    _reply: Pin<KBox<File<Arc<Session>>>>,
-    _stats: Pin<KBox<File<Arc<Session>>>>,
-    _dir: Dir,
+/// The most sessions one module instance runs.
+const MAX_SESSIONS: u32 = 16;
+
+/// A session and its debugfs files. Field order is drop order: files, then their
+/// directory.
+struct SessionFiles {
+    _files: KVec<Pin<KBox<File<Arc<Session>>>>>,
+    _dir: Option<Dir>,
     session: Arc<Session>,
-    _devices: ClientRegistration<DeviceLog>,
 }
 
-impl kernel::Module for RdmaClient {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        let devices = DEVICE_LOG.register()?;
-        let session = Session::new()?;
+impl SessionFiles {
+    /// Creates session `number` with its files in `dir` (or, for a session other than the
+    /// first, in a `session<number>` subdirectory of it) and connects it if `server` is set.
+    fn new(dir: &Dir, number: u32) -> Result<Self> {
+        let session = Session::new(number)?;
+        let subdir = match number {
+            0 => None,
+            n => Some(dir.subdir(&CString::try_from_fmt(fmt!("session{}", n))?)),
+        };
+        let parent = subdir.as_ref().unwrap_or(dir);
+        let mut files = KVec::with_capacity(6, GFP_KERNEL)?;
+        let ctl = parent.write_callback_file(c"ctl", session.clone(), &write_ctl);
+        files.push(KBox::pin_init(ctl, GFP_KERNEL)?, GFP_KERNEL)?;
+        let send = parent.write_callback_file(c"send", session.clone(), &write_send);
+        files.push(KBox::pin_init(send, GFP_KERNEL)?, GFP_KERNEL)?;
+        let ping = parent.write_callback_file(c"ping", session.clone(), &write_ping);
+        files.push(KBox::pin_init(ping, GFP_KERNEL)?, GFP_KERNEL)?;
+        let bench = parent.read_write_callback_file(
+            c"bench",
+            session.clone(),
+            &Session::show_bench,
+            &write_bench,
+        );
+        files.push(KBox::pin_init(bench, GFP_KERNEL)?, GFP_KERNEL)?;
+        let reply = parent.read_callback_file(c"reply", session.clone(), &Session::show_reply);
+        files.push(KBox::pin_init(reply, GFP_KERNEL)?, GFP_KERNEL)?;
+        let stats = parent.read_callback_file(c"stats", session.clone(), &Session::show_stats);
+        files.push(KBox::pin_init(stats, GFP_KERNEL)?, GFP_KERNEL)?;
         if !server.value().is_empty() {
             let address = server_address()?;
             if let Err(e) = Session::connect(&session, &address, global_rkey()) {
                 pr_warn!(
-                    "cannot connect to {} yet ({:?}); use ctl to retry\n",
+                    "session {}: cannot connect to {} yet ({:?}); use ctl to retry\n",
+                    number,
                     address,
                     e
                 );
             }
         }
-        let dir = Dir::new(c"rdma_demo");
-        let ctl = KBox::pin_init(
-            dir.write_callback_file(c"ctl", session.clone(), &write_ctl),
-            GFP_KERNEL,
-        )?;
-        let send = KBox::pin_init(
-            dir.write_callback_file(c"send", session.clone(), &write_send),
-            GFP_KERNEL,
-        )?;
-        let ping = KBox::pin_init(
-            dir.write_callback_file(c"ping", session.clone(), &write_ping),
-            GFP_KERNEL,
-        )?;
-        let reply = KBox::pin_init(
-            dir.read_callback_file(c"reply", session.clone(), &Session::show_reply),
-            GFP_KERNEL,
-        )?;
-        let stats = KBox::pin_init(
-            dir.read_callback_file(c"stats", session.clone(), &Session::show_stats),
-            GFP_KERNEL,
-        )?;
-        pr_info!("loaded\n");
         Ok(Self {
-            _ctl: ctl,
-            _send: send,
-            _ping: ping,
-            _reply: reply,
-            _stats: stats,
-            _dir: dir,
+            _files: files,
+            _dir: subdir,
             session,
+        })
+    }
+}
+
+impl Drop for SessionFiles {
+    /// The connection holds the session (as its CM handler): break that cycle.
+    fn drop(&mut self) {
+        self.session.disconnect();
+    }
+}
+
+struct RdmaClient {
+    _sessions: KVec<SessionFiles>,
+    _dir: Dir,
+    _devices: ClientRegistration<DeviceLog>,
+}
+
+impl kernel::Module for RdmaClient {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let count = *module_parameters::sessions.value();
+        if !(1..=MAX_SESSIONS).contains(&count) {
+            pr_err!("sessions={} is not from 1 to {}\n", count, MAX_SESSIONS);
+            return Err(EINVAL);
+        }
+        if !server.value().is_empty() {
+            server_address()?;
+        }
+        let devices = DEVICE_LOG.register()?;
+        let dir = Dir::new(c"rdma_demo");
+        let mut sessions = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        for number in 0..count {
+            sessions.push(SessionFiles::new(&dir, number)?, GFP_KERNEL)?;
+        }
+        pr_info!("loaded with {} session(s)\n", count);
+        Ok(Self {
+            _sessions: sessions,
+            _dir: dir,
             _devices: devices,
         })
     }
@@ -171,7 +221,6 @@ impl kernel::Module for RdmaClient {
 
 impl Drop for RdmaClient {
     fn drop(&mut self) {
-        self.session.disconnect();
         pr_info!("unloading\n");
     }
 }

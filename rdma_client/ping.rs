@@ -3,6 +3,7 @@
 //! krping-style option strings for debugfs `ping`, e.g.
 //! `count=1000,size=65536,validate,mem_mode=reg,server_inv`.
 
+use crate::options::{as_text, number};
 use crate::protocol::MAX_PING;
 use kernel::prelude::*;
 
@@ -28,40 +29,24 @@ pub(crate) struct PingOptions {
     pub(crate) mem_mode: MemMode,
     /// The server invalidates the sink's key with SEND_WITH_INV.
     pub(crate) server_inv: bool,
+    /// The server READs into its own MR with RDMA_READ_WITH_INV (iWARP devices only).
+    pub(crate) read_inv: bool,
     /// Accepted for krping compatibility: the client's local SGEs always use the local
     /// DMA lkey.
     pub(crate) local_dma_lkey: bool,
 }
 
-fn number(name: &str, value: &str, min: u32, max: u32) -> Result<u32> {
-    match value.parse::<u32>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => {
-            pr_err!(
-                "ping: {}={} is not a number from {} to {}\n",
-                name,
-                value,
-                min,
-                max
-            );
-            Err(EINVAL)
-        }
-    }
-}
-
 impl PingOptions {
     /// Parses an option string; `EINVAL` with one log line naming the bad option.
     pub(crate) fn parse(text: &[u8]) -> Result<Self> {
-        let text = core::str::from_utf8(text).map_err(|_| {
-            pr_err!("ping: options are not text\n");
-            EINVAL
-        })?;
+        let text = as_text("ping", text)?;
         let mut options = Self {
             count: 1,
             size: 64,
             validate: false,
             mem_mode: MemMode::Reg,
             server_inv: false,
+            read_inv: false,
             local_dma_lkey: false,
         };
         for option in text.split(',').filter(|o| !o.is_empty()) {
@@ -70,17 +55,14 @@ impl PingOptions {
                 None => (option, None),
             };
             match (name, value) {
-                ("count", Some(v)) => options.count = number("count", v, 1, 1_000_000)?,
-                ("size", Some(v)) => options.size = number("size", v, 1, MAX_PING)?,
+                ("count", Some(v)) => options.count = number("ping", "count", v, 1, 1_000_000)?,
+                ("size", Some(v)) => options.size = number("ping", "size", v, 1, MAX_PING)?,
                 ("validate", None) => options.validate = true,
                 ("mem_mode", Some("dma")) => options.mem_mode = MemMode::Dma,
                 ("mem_mode", Some("reg")) => options.mem_mode = MemMode::Reg,
                 ("server_inv", None) => options.server_inv = true,
                 ("local_dma_lkey", None) => options.local_dma_lkey = true,
-                ("read_inv", None) => {
-                    pr_err!("ping: read_inv is not supported yet\n");
-                    return Err(crate::rdma::code::eopnotsupp());
-                }
+                ("read_inv", None) => options.read_inv = true,
                 _ => {
                     pr_err!("ping: bad option '{}'\n", option);
                     return Err(EINVAL);

@@ -6,8 +6,11 @@
 //! time, and wait for the RDMA CM events and work completions they cause; callbacks only
 //! record what happened in the inbox and wake the waiter.
 
+use crate::bench::{BenchOptions, BenchResult, Mode, MAX_DEPTH};
 use crate::ping::{MemMode, PingOptions};
-use crate::protocol::{Kind, Message, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::protocol::{
+    Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE,
+};
 use crate::rdma::RemoteBuf;
 use crate::rdma::{
     code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd, PollContext, QpCaps,
@@ -18,7 +21,7 @@ use kernel::{
     fmt, new_condvar, new_mutex, new_spinlock,
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex, SpinLock},
-    time::msecs_to_jiffies,
+    time::{msecs_to_jiffies, Instant, Monotonic},
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -53,8 +56,21 @@ struct Inbox {
     disconnected: bool,
     /// Send queue completions, by tag.
     done: [Option<WorkCompletion>; TAGS],
-    /// A received message: slot, completion, header.
-    received: Option<(usize, WorkCompletion, [u8; HEADER_SIZE])>,
+    /// A received message: slot, completion, header, and when it arrived.
+    received: Option<(usize, WorkCompletion, [u8; HEADER_SIZE], Instant<Monotonic>)>,
+    /// The running benchmark's completions.
+    bench: BenchProgress,
+}
+
+/// Completions of the benchmark run numbered `run`; late ones of an interrupted earlier
+/// run are ignored.
+struct BenchProgress {
+    run: u32,
+    completed: u32,
+    failed: Option<WorkCompletion>,
+    /// Post-to-completion time of each operation, in nanoseconds; its capacity is reserved
+    /// before the run, so completions never allocate.
+    samples: KVVec<u64>,
 }
 
 /// The verbs resources of a connection. Field order is drop order: buffers and MRs
@@ -82,6 +98,10 @@ pub(crate) struct Session {
     changed: CondVar,
     #[pin]
     reply: Mutex<KVec<u8>>,
+    #[pin]
+    bench_result: Mutex<Option<BenchResult>>,
+    /// The session's number: 0 for `rdma_demo/`, n for `rdma_demo/session<n>/`.
+    number: u32,
     seq: AtomicU32,
     send_messages: AtomicU64,
     send_bytes: AtomicU64,
@@ -100,8 +120,8 @@ impl_has_work! {
 }
 
 impl Session {
-    /// A client without a connection.
-    pub(crate) fn new() -> Result<Arc<Self>> {
+    /// Client session `number`, without a connection.
+    pub(crate) fn new(number: u32) -> Result<Arc<Self>> {
         let queue = OwnedQueue::new(c"rdma_client")?;
         Arc::pin_init(
             pin_init!(Self {
@@ -112,9 +132,17 @@ impl Session {
                     disconnected: false,
                     done: [None; TAGS],
                     received: None,
+                    bench: BenchProgress {
+                        run: 0,
+                        completed: 0,
+                        failed: None,
+                        samples: KVVec::new(),
+                    },
                 }),
                 changed <- new_condvar!(),
                 reply <- new_mutex!(KVec::new()),
+                bench_result <- new_mutex!(None),
+                number,
                 seq: AtomicU32::new(1),
                 send_messages: AtomicU64::new(0),
                 send_bytes: AtomicU64::new(0),
@@ -192,7 +220,7 @@ impl Session {
         let source = DmaBuf::new(device, MAX_TEXT)?;
         let sink = DmaBuf::new(device, MAX_TEXT)?;
         let caps = QpCaps {
-            send_wr: 8,
+            send_wr: 8 + MAX_DEPTH,
             recv_wr: RECV_SLOTS as u32,
         };
         id.create_qp(pd, caps, PollContext::Workqueue)?;
@@ -213,7 +241,7 @@ impl Session {
         }
         link.id.connect(&[])?;
         this.wait_cm(CmEventKind::Established)?;
-        pr_info!("connected to {}\n", server);
+        pr_info!("session {}: connected to {}\n", this.number, server);
         *this.link.lock() = Some(link);
         Ok(())
     }
@@ -234,7 +262,7 @@ impl Session {
                 session.recv_messages.fetch_add(1, Relaxed);
                 session.recv_bytes.fetch_add(wc.byte_len.into(), Relaxed);
             }
-            session.inbox.lock().received = Some((slot, wc, header));
+            session.inbox.lock().received = Some((slot, wc, header, Instant::now()));
             session.changed.notify_all();
         })
     }
@@ -343,7 +371,7 @@ impl Session {
             source: link.source_mr.remote()?,
             sink: link.sink_mr.remote()?,
         };
-        let (done, _) = Self::request(this, link, &message, text)?;
+        let (done, _, _) = Self::request(this, link, &message, text)?;
         if done.length as usize > MAX_TEXT {
             pr_err!("send: unexpected answer from the server\n");
             return Err(code::eproto());
@@ -358,14 +386,14 @@ impl Session {
     }
 
     /// SENDs `message` followed by `payload`, waits for the SEND to complete and for the
-    /// server's DONE, and re-posts the receive. Returns DONE and the rkey the server
-    /// invalidated, if any.
+    /// server's DONE, and re-posts the receive. Returns DONE, the rkey the server
+    /// invalidated, if any, and when DONE arrived.
     fn request(
         this: &Arc<Self>,
         link: &Link,
         message: &Message,
         payload: &[u8],
-    ) -> Result<(Message, Option<u32>)> {
+    ) -> Result<(Message, Option<u32>, Instant<Monotonic>)> {
         let seq = message.seq;
         link.send.copy_in(0, &message.encode())?;
         link.send.copy_in(HEADER_SIZE, payload)?;
@@ -379,7 +407,7 @@ impl Session {
         this.completed(Tag::Send, "SEND")?;
         this.send_messages.fetch_add(1, Relaxed);
         this.send_bytes.fetch_add(total.into(), Relaxed);
-        let (slot, wc, header) = this.wait(|inbox| inbox.received.take())?;
+        let (slot, wc, header, arrived) = this.wait(|inbox| inbox.received.take())?;
         if !wc.is_ok() {
             pr_err!(
                 "receive failed: {}\n",
@@ -393,7 +421,7 @@ impl Session {
             pr_err!("unexpected answer from the server\n");
             return Err(code::eproto());
         }
-        Ok((done, wc.invalidated_rkey))
+        Ok((done, wc.invalidated_rkey, arrived))
     }
 
     /// krping's loop: per iteration the server READs `size` bytes from the client's source
@@ -410,12 +438,20 @@ impl Session {
             pr_err!("ping: mem_mode=dma needs the client loaded with unsafe_global_rkey=1\n");
             return Err(EINVAL);
         }
+        if options.read_inv && !device.can_read_with_invalidate() {
+            pr_err!(
+                "ping: read_inv needs RDMA READ with invalidate, which {} (RoCE/IB) lacks; use siw\n",
+                device.name().to_str().unwrap_or("?")
+            );
+            return Err(code::eopnotsupp());
+        }
         let source = DmaBuf::new(device, size as usize)?;
         let sink = DmaBuf::new(device, size as usize)?;
         let pages = source
             .pages(0, size as usize)
             .max(sink.pages(0, size as usize));
-        if options.mem_mode == MemMode::Reg && pages > device.max_fast_reg_pages() {
+        let registers = options.mem_mode == MemMode::Reg || options.read_inv;
+        if registers && pages > device.max_fast_reg_pages() {
             pr_err!(
                 "ping: size={} needs {} pages per registration; {} allows {}\n",
                 size,
@@ -456,7 +492,7 @@ impl Session {
             this.served.fetch_add(1, Relaxed);
         }
         pr_info!(
-            "ping: {} iterations of {} bytes ({:?}{}{}) done\n",
+            "ping: {} iterations of {} bytes ({:?}{}{}{}) done\n",
             options.count,
             size,
             options.mem_mode,
@@ -465,7 +501,8 @@ impl Session {
                 ", server_inv"
             } else {
                 ""
-            }
+            },
+            if options.read_inv { ", read_inv" } else { "" }
         );
         Ok(())
     }
@@ -523,13 +560,17 @@ impl Session {
                 FLAG_SERVER_INVALIDATE
             } else {
                 0
+            } | if options.read_inv {
+                FLAG_READ_INVALIDATE
+            } else {
+                0
             },
             seq,
             length: size,
             source: source_remote,
             sink: sink_remote,
         };
-        let (done, invalidated) = Self::request(this, link, &message, &[])?;
+        let (done, invalidated, _) = Self::request(this, link, &message, &[])?;
         if done.length != size {
             pr_err!(
                 "ping: the server answered {} bytes, not {}\n",
@@ -568,6 +609,162 @@ impl Session {
         Ok(())
     }
 
+    /// debugfs `bench`: runs one benchmark; its result is read back from `bench`.
+    pub(crate) fn bench(this: &Arc<Self>, options: &BenchOptions) -> Result {
+        let _operation = this.operation.lock();
+        let guard = this.link.lock();
+        let link = guard.as_ref().ok_or_else(code::enotconn)?;
+        *this.bench_result.lock() = None;
+        let device = link.id.device().ok_or(ENODEV)?;
+        let size = options.size;
+        let buf = DmaBuf::new(device, size as usize)?;
+        if options.mode != Mode::Slat && buf.pages(0, size as usize) > device.max_fast_reg_pages() {
+            pr_err!(
+                "bench: size={} is more than one {} registration maps\n",
+                size,
+                device.name().to_str().unwrap_or("?")
+            );
+            return Err(EINVAL);
+        }
+        let samples = KVVec::with_capacity(options.count as usize, GFP_KERNEL)?;
+        let run = {
+            let mut inbox = this.inbox.lock();
+            let run = inbox.bench.run.wrapping_add(1);
+            inbox.bench = BenchProgress {
+                run,
+                completed: 0,
+                failed: None,
+                samples,
+            };
+            run
+        };
+        let start = Instant::<Monotonic>::now();
+        let outcome = if options.mode == Mode::Slat {
+            Self::bench_send(this, link, options)
+        } else {
+            Self::bench_rdma(this, link, options, &buf, run)
+        };
+        let elapsed = start.elapsed().as_nanos() as u64;
+        let mut samples = core::mem::take(&mut this.inbox.lock().bench.samples);
+        outcome?;
+        let result = BenchResult::new(*options, &mut samples, elapsed);
+        pr_info!(
+            "bench: {:?} size={} count={} depth={}: median {} ns, {} ops/s\n",
+            options.mode,
+            size,
+            options.count,
+            options.depth,
+            result.latency[1],
+            u64::from(options.count) * 1_000_000_000 / result.elapsed_ns
+        );
+        *this.bench_result.lock() = Some(result);
+        Ok(())
+    }
+
+    /// `slat`: SEND `size` bytes, await DONE; one sample per round trip.
+    fn bench_send(this: &Arc<Self>, link: &Link, options: &BenchOptions) -> Result {
+        let payload = [0u8; MAX_TEXT];
+        for _ in 0..options.count {
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            let seq = this.seq.fetch_add(1, Relaxed);
+            let message = Message::new(Kind::Echo, seq, options.size);
+            let posted = Instant::<Monotonic>::now();
+            let (_, _, arrived) =
+                Self::request(this, link, &message, &payload[..options.size as usize])?;
+            let nanos = (arrived - posted).as_nanos() as u64;
+            this.inbox.lock().bench.samples.push(nanos, GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+
+    /// `wlat`, `rlat`, `bw`: RDMA WRITEs or READs against the server's scratch buffer,
+    /// `depth` at a time.
+    fn bench_rdma(
+        this: &Arc<Self>,
+        link: &Link,
+        options: &BenchOptions,
+        buf: &DmaBuf,
+        run: u32,
+    ) -> Result {
+        let seq = this.seq.fetch_add(1, Relaxed);
+        let request = Message::new(Kind::Bench, seq, options.size);
+        let (done, _, _) = Self::request(this, link, &request, &[])?;
+        let remote = done.sink;
+        if done.kind != Kind::Done || remote.len < options.size {
+            pr_err!("bench: the server advertised no usable scratch buffer\n");
+            return Err(code::eproto());
+        }
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let mut posted = 0;
+        while posted < options.count {
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            this.wait_bench(posted - (options.depth - 1).min(posted))?;
+            let local = link.id.dma_local(buf, 0, options.size)?;
+            let op = match options.mode {
+                Mode::Rlat => SendOp::Read {
+                    local,
+                    remote,
+                    invalidate: None,
+                },
+                _ => SendOp::Write { local, remote },
+            };
+            let session = this.clone();
+            let start = Instant::<Monotonic>::now();
+            qp.post_send(op, move |wc| {
+                let nanos = start.elapsed().as_nanos() as u64;
+                let mut inbox = session.inbox.lock();
+                let bench = &mut inbox.bench;
+                if bench.run != run {
+                    return;
+                }
+                bench.completed += 1;
+                if !wc.is_ok() {
+                    bench.failed.get_or_insert(wc);
+                } else if bench.samples.len() < bench.samples.capacity() {
+                    // Within the reserved capacity: no allocation.
+                    let _ = bench.samples.push(nanos, GFP_ATOMIC);
+                }
+                drop(inbox);
+                session.changed.notify_all();
+            })?;
+            posted += 1;
+        }
+        this.wait_bench(options.count)
+    }
+
+    /// Waits until at least `completed` operations of the running benchmark completed;
+    /// `EIO` (with the status in the log) if one failed.
+    fn wait_bench(&self, completed: u32) -> Result {
+        let failed = self.wait(|inbox| {
+            let bench = &mut inbox.bench;
+            match bench.failed.take() {
+                Some(wc) => Some(Some(wc)),
+                None => (bench.completed >= completed).then_some(None),
+            }
+        })?;
+        if let Some(wc) = failed {
+            pr_err!(
+                "bench: work request failed: {} (status {})\n",
+                wc.status_name().to_str().unwrap_or("?"),
+                wc.status
+            );
+            return Err(EIO);
+        }
+        Ok(())
+    }
+
+    /// debugfs `bench`: the last run's results.
+    pub(crate) fn show_bench(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*this.bench_result.lock() {
+            Some(result) => write!(f, "{}", result),
+            None => writeln!(f, "no results (write options to run a benchmark)"),
+        }
+    }
+
     /// Disconnects and releases the connection (for `ctl` and unload).
     pub(crate) fn disconnect(&self) {
         let _operation = self.operation.lock();
@@ -575,7 +772,7 @@ impl Session {
         if let Some(link) = link {
             let _ = link.id.disconnect();
             drop(link);
-            pr_info!("disconnected\n");
+            pr_info!("session {}: disconnected\n", self.number);
         }
         self.queue.drain();
     }

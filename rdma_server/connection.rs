@@ -8,10 +8,12 @@
 //! its own handler. Receive slot `i` owns the `i`-th region of the send and data buffers
 //! until its DONE is sent, when the receive is posted again.
 
-use crate::protocol::{Kind, Message, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::protocol::{
+    Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE,
+};
 use crate::rdma::{
-    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, OwnedQueue, Pd, PollContext,
-    QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
+    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Local, Mr, OwnedQueue, Pd,
+    PollContext, QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use kernel::{
@@ -24,6 +26,11 @@ use kernel::{
 
 /// Receives kept posted per connection.
 const RECV_SLOTS: usize = 4;
+
+/// `IB_ACCESS_*` rights, as `rdma/ib_verbs.h` numbers them.
+const ACCESS_LOCAL_WRITE: u32 = 1;
+const ACCESS_REMOTE_WRITE: u32 = 2;
+const ACCESS_REMOTE_READ: u32 = 4;
 
 const CONNECTING: u8 = 0;
 const ESTABLISHED: u8 = 1;
@@ -116,6 +123,22 @@ struct Link {
     id: CmId<Connection>,
 }
 
+/// A buffer and an MR that can register all of it.
+struct Registered {
+    buf: DmaBuf,
+    mr: Mr,
+}
+
+impl Registered {
+    fn new(link: &Link, len: usize) -> Result<Self> {
+        let device = link.id.device().ok_or(ENODEV)?;
+        let pd = link.id.pd().ok_or(ENODEV)?;
+        let buf = DmaBuf::new(device, len)?;
+        let mr = Mr::new(pd, buf.pages(0, len))?;
+        Ok(Self { buf, mr })
+    }
+}
+
 /// Counters of one kind of transfer.
 #[derive(Default)]
 struct Counter {
@@ -146,10 +169,13 @@ pub(crate) struct Connection {
     /// The resources of an accepted connection; `None` before setup and after release.
     #[pin]
     link: Mutex<Option<Link>>,
-    /// The buffer PING data passes through (grown on demand, up to 4 MiB). Locked after
-    /// `link` when both are.
+    /// The buffer PING data passes through (grown on demand, up to 4 MiB), and its MR once
+    /// a PING asked for `read_inv`. Locked after `link` when both are.
     #[pin]
-    ping: Mutex<Option<DmaBuf>>,
+    ping: Mutex<Option<(DmaBuf, Option<Mr>)>>,
+    /// The registered scratch buffer of the client's last BENCH. Locked after `link`.
+    #[pin]
+    scratch: Mutex<Option<Registered>>,
     recvs: Counter,
     sends: Counter,
     reads: Counter,
@@ -186,6 +212,7 @@ impl Connection {
                 pending <- new_mutex!(None),
                 link <- new_mutex!(None),
                 ping <- new_mutex!(None),
+                scratch <- new_mutex!(None),
                 recvs: Counter::default(),
                 sends: Counter::default(),
                 reads: Counter::default(),
@@ -338,8 +365,9 @@ impl Connection {
             }
         };
         let result = match message.kind {
-            Kind::Ping => Self::ping_buffer(&this, link, message.length)
-                .and_then(|buf| Self::read_source(&this, link, slot, message, buf, 0)),
+            Kind::Ping => Self::ping(&this, link, slot, message),
+            Kind::Bench => Self::bench(&this, link, slot, message),
+            Kind::Echo => Self::send_done(&this, link, slot, message.seq, message.length, None),
             _ => {
                 let length = message.length as usize;
                 if let Err(e) = this.store_text(link, slot, &mut text[..length]) {
@@ -354,7 +382,7 @@ impl Connection {
                     Self::send_done(&this, link, slot, message.seq, 0, None)
                 } else {
                     let data = link.data.clone();
-                    Self::read_source(&this, link, slot, message, data, slot * MAX_TEXT)
+                    Self::read_source(&this, link, slot, message, data, slot * MAX_TEXT, None)
                 }
             }
         };
@@ -373,21 +401,103 @@ impl Connection {
         Ok(())
     }
 
-    /// The connection's PING buffer, grown to at least `length` bytes.
-    fn ping_buffer(this: &Arc<Self>, link: &Link, length: u32) -> Result<DmaBuf> {
-        let mut ping = this.ping.lock();
-        if let Some(buf) = &*ping {
-            if buf.len() >= length as usize {
-                return Ok(buf.clone());
-            }
-        }
+    /// A PING: READ the client's source into the PING buffer (with `read_inv`, through an
+    /// MR registered for it first), then on to [`Self::source_read`].
+    fn ping(this: &Arc<Self>, link: &Link, slot: usize, message: Message) -> Result {
+        let read_inv = message.flags & FLAG_READ_INVALIDATE != 0;
         let device = link.id.device().ok_or(ENODEV)?;
-        let buf = DmaBuf::new(device, length as usize)?;
-        *ping = Some(buf.clone());
-        Ok(buf)
+        if read_inv && !device.can_read_with_invalidate() {
+            pr_err!(
+                "connection {}: read_inv asked, but {} has no RDMA READ with invalidate\n",
+                this.number,
+                device.name().to_str().unwrap_or("?")
+            );
+            return Err(crate::rdma::code::eopnotsupp());
+        }
+        let mut ping = this.ping.lock();
+        if ping
+            .as_ref()
+            .is_none_or(|(buf, _)| buf.len() < message.length as usize)
+        {
+            *ping = Some((DmaBuf::new(device, message.length as usize)?, None));
+        }
+        let Some((buf, mr)) = &mut *ping else {
+            return Err(EINVAL);
+        };
+        let buf = buf.clone();
+        if !read_inv {
+            drop(ping);
+            return Self::read_source(this, link, slot, message, buf, 0, None);
+        }
+        let mr = match mr {
+            Some(mr) => mr.clone(),
+            None => mr
+                .insert(Mr::new(
+                    link.id.pd().ok_or(ENODEV)?,
+                    buf.pages(0, buf.len()),
+                )?)
+                .clone(),
+        };
+        drop(ping);
+        mr.map(&buf, 0, message.length)?;
+        let connection = this.clone();
+        let registered = mr.clone();
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        // iWARP writes READ responses through the sink's key: it needs remote write access.
+        let access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE;
+        qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
+            if !connection.check(&wc, c"PING buffer registration") {
+                return;
+            }
+            let guard = connection.link.lock();
+            let Some(link) = &*guard else {
+                return;
+            };
+            let result =
+                Self::read_source(&connection, link, slot, message, buf, 0, Some(registered));
+            if let Err(e) = result {
+                drop(guard);
+                connection.abort("cannot read", e);
+            }
+        })
     }
 
-    /// RDMA READs `message.length` bytes from the client's source into `buf` at `offset`.
+    /// A BENCH: register a scratch buffer of `message.length` bytes for the client's READs
+    /// and WRITEs, and advertise it in DONE once the registration completed.
+    fn bench(this: &Arc<Self>, link: &Link, slot: usize, message: Message) -> Result {
+        let scratch = Registered::new(link, message.length as usize)?;
+        scratch.mr.map(&scratch.buf, 0, message.length)?;
+        let mr = scratch.mr.clone();
+        // The previous scratch buffer, if any, is deregistered here: its key dies with it.
+        *this.scratch.lock() = Some(scratch);
+        let connection = this.clone();
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ;
+        let registered = mr.clone();
+        qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
+            if !connection.check(&wc, c"BENCH buffer registration") {
+                return;
+            }
+            let guard = connection.link.lock();
+            let Some(link) = &*guard else {
+                return;
+            };
+            let done = registered.remote().and_then(|remote| {
+                let done = Message {
+                    sink: remote,
+                    ..Message::new(Kind::Done, message.seq, message.length)
+                };
+                Self::send_message(&connection, link, slot, &done, None)
+            });
+            if let Err(e) = done {
+                drop(guard);
+                connection.abort("cannot answer BENCH", e);
+            }
+        })
+    }
+
+    /// RDMA READs `message.length` bytes from the client's source into `buf` at `offset`;
+    /// with `mr` (registered over `buf`), as RDMA_READ_WITH_INV of it.
     fn read_source(
         this: &Arc<Self>,
         link: &Link,
@@ -395,12 +505,21 @@ impl Connection {
         message: Message,
         buf: DmaBuf,
         offset: usize,
+        mr: Option<Mr>,
     ) -> Result {
         if message.source.len < message.length || message.sink.len < message.length {
             return Err(EINVAL);
         }
         let qp = link.id.qp().ok_or(EINVAL)?;
-        let local = link.id.dma_local(&buf, offset, message.length)?;
+        let local = match &mr {
+            Some(mr) => Local {
+                buf: &buf,
+                offset,
+                len: message.length,
+                lkey: mr.lkey(),
+            },
+            None => link.id.dma_local(&buf, offset, message.length)?,
+        };
         let remote = RemoteBuf {
             len: message.length,
             ..message.source
@@ -411,7 +530,7 @@ impl Connection {
             SendOp::Read {
                 local,
                 remote,
-                invalidate: None,
+                invalidate: mr.as_ref(),
             },
             move |wc| Self::source_read(connection, slot, message, target, offset, wc),
         )
@@ -481,22 +600,18 @@ impl Connection {
         length: u32,
         invalidate: Option<u32>,
     ) -> Result {
-        let done = Message {
-            kind: Kind::Done,
-            flags: 0,
-            seq,
-            length,
-            source: RemoteBuf {
-                addr: 0,
-                rkey: 0,
-                len: 0,
-            },
-            sink: RemoteBuf {
-                addr: 0,
-                rkey: 0,
-                len: 0,
-            },
-        };
+        let done = Message::new(Kind::Done, seq, length);
+        Self::send_message(this, link, slot, &done, invalidate)
+    }
+
+    /// SENDs `done` for the message in `slot`; its completion re-posts the slot's receive.
+    fn send_message(
+        this: &Arc<Self>,
+        link: &Link,
+        slot: usize,
+        done: &Message,
+        invalidate: Option<u32>,
+    ) -> Result {
         link.send.copy_in(slot * HEADER_SIZE, &done.encode())?;
         let qp = link.id.qp().ok_or(EINVAL)?;
         let local = link
@@ -629,6 +744,8 @@ impl WorkItem<2> for Connection {
         drop(pending);
         let ping = this.ping.lock().take();
         drop(ping);
+        let scratch = this.scratch.lock().take();
+        drop(scratch);
         let link = this.link.lock().take();
         drop(link);
         let mut list = this.shared.connections.lock();

@@ -10,14 +10,18 @@
 //! | 0      | 4    | magic `0x3153_5252` ("RRS1")                       |
 //! | 4      | 4    | kind (low byte), flags (next byte); see [`Kind`]    |
 //! | 8      | 4    | sequence number, echoed by DONE                    |
-//! | 12     | 4    | text length (TEXT), reply length (DONE)            |
+//! | 12     | 4    | length: of the text (TEXT, ECHO), of the transfer   |
+//! |        |      | (PING), of the scratch buffer (BENCH), or echoed   |
+//! |        |      | (DONE)                                             |
 //! | 16     | 8    | source address: client buffer the server READs     |
 //! | 24     | 4    | source rkey                                        |
 //! | 28     | 4    | source length                                      |
 //! | 32     | 8    | sink address: client buffer the server WRITEs      |
 //! | 40     | 4    | sink rkey                                          |
 //! | 44     | 4    | sink length                                        |
-//! | 48     | n    | text (TEXT only)                                   |
+//! | 48     | n    | text (TEXT) or payload (ECHO)                      |
+//!
+//! DONE answering BENCH carries the server's scratch buffer in its sink field.
 
 use crate::rdma::{code, RemoteBuf};
 use kernel::prelude::*;
@@ -39,12 +43,28 @@ pub(crate) enum Kind {
     /// Server to client: the reply (of `length` bytes) is in the sink.
     Done = 2,
     /// Client to server: READ `length` bytes from `source`, WRITE them to `sink` (krping's
-    /// loop); flags may ask for [`FLAG_SERVER_INVALIDATE`].
+    /// loop); flags may ask for [`FLAG_SERVER_INVALIDATE`] and [`FLAG_READ_INVALIDATE`].
     Ping = 3,
+    /// Client to server: register a scratch buffer of `length` bytes for the client's RDMA
+    /// READs and WRITEs (debugfs `bench`); DONE advertises it in its sink field.
+    Bench = 4,
+    /// Client to server: answer DONE at once (the SEND latency benchmark); `length` bytes of
+    /// payload follow the header and are ignored.
+    Echo = 5,
 }
 
 /// PING flag: answer with SEND_WITH_INV of the sink's rkey.
 pub(crate) const FLAG_SERVER_INVALIDATE: u8 = 1;
+
+/// PING flag: READ into a server MR with RDMA_READ_WITH_INV (iWARP devices only).
+pub(crate) const FLAG_READ_INVALIDATE: u8 = 2;
+
+/// A remote buffer field that describes nothing.
+const NO_BUFFER: RemoteBuf = RemoteBuf {
+    addr: 0,
+    rkey: 0,
+    len: 0,
+};
 
 /// The largest PING transfer, as krping allows.
 pub(crate) const MAX_PING: u32 = 4 << 20;
@@ -87,6 +107,18 @@ fn remote_at(bytes: &[u8], at: usize) -> RemoteBuf {
 }
 
 impl Message {
+    /// A message of `kind` that advertises no buffers (ECHO, BENCH, most DONEs).
+    pub(crate) fn new(kind: Kind, seq: u32, length: u32) -> Self {
+        Self {
+            kind,
+            flags: 0,
+            seq,
+            length,
+            source: NO_BUFFER,
+            sink: NO_BUFFER,
+        }
+    }
+
     /// The 48-byte header.
     pub(crate) fn encode(&self) -> [u8; HEADER_SIZE] {
         let mut out = [0u8; HEADER_SIZE];
@@ -101,7 +133,8 @@ impl Message {
     }
 
     /// Decodes the header of a received message of `received` bytes; `EPROTO` for a short
-    /// message, a wrong magic, an unknown kind, or a TEXT whose text did not all arrive.
+    /// message, a wrong magic, an unknown kind, a TEXT or ECHO whose text did not all
+    /// arrive, or a PING or BENCH length out of range.
     pub(crate) fn decode(bytes: &[u8; HEADER_SIZE], received: usize) -> Result<Self> {
         if received < HEADER_SIZE || u32_at(bytes, 0) != MAGIC {
             return Err(code::eproto());
@@ -111,6 +144,8 @@ impl Message {
             1 => Kind::Text,
             2 => Kind::Done,
             3 => Kind::Ping,
+            4 => Kind::Bench,
+            5 => Kind::Echo,
             _ => return Err(code::eproto()),
         };
         if kind_and_flags >> 16 != 0 {
@@ -125,7 +160,7 @@ impl Message {
             sink: remote_at(bytes, 32),
         };
         let bad_length = match kind {
-            Kind::Text => {
+            Kind::Text | Kind::Echo => {
                 message.length as usize > MAX_TEXT
                     || HEADER_SIZE + message.length as usize > received
             }
@@ -135,6 +170,7 @@ impl Message {
                     || message.source.len < message.length
                     || message.sink.len < message.length
             }
+            Kind::Bench => message.length == 0 || message.length > MAX_PING,
             Kind::Done => false,
         };
         if bad_length {

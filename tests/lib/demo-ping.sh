@@ -10,7 +10,7 @@ demo_ping_test() {
 	rdma_link_add "${provider}0" "$provider" veth0
 	modprobe rdma_server addr="$ip"
 	modprobe rdma_client server="$ip" unsafe_global_rkey=1
-	assert_dmesg "rdma_client: connected to $ip:7174"
+	assert_dmesg "rdma_client: session 0: connected to $ip:7174"
 
 	step "ping with validate: sizes around page boundaries, both memory modes, server invalidation"
 	for size in 1 4095 4096 4097 65536 1048576; do
@@ -20,6 +20,43 @@ demo_ping_test() {
 	done
 	assert_dmesg "rdma_client: ping: 2 iterations of 1048576 bytes \(Reg, validated, server_inv\) done"
 	grep -q "read_msgs 36 " /sys/kernel/debug/rdma_demo/stats || fail "stats: $(cat /sys/kernel/debug/rdma_demo/stats)"
+
+	step "read_inv: RDMA READ with invalidate where the device has it (iWARP), refused elsewhere"
+	if [ "$provider" = siw ]; then
+		for size in 1 4096 65536 1048576; do
+			echo "count=2,size=$size,validate,read_inv,server_inv" >"$ping" || fail "ping read_inv size=$size failed"
+		done
+		echo "count=2,size=4097,validate,mem_mode=dma,read_inv" >"$ping" || fail "ping read_inv with mem_mode=dma failed"
+		assert_dmesg "rdma_client: ping: 2 iterations of 1048576 bytes \(Reg, validated, server_inv, read_inv\) done"
+	else
+		expect_write_error "$ping" "count=1,read_inv" "Operation not supported"
+		assert_dmesg "ping: read_inv needs RDMA READ with invalidate, which ${provider}0"
+	fi
+
+	step "bench: every mode produces numbers"
+	local bench=/sys/kernel/debug/rdma_demo/bench
+	grep -q "no results" "$bench" || fail "bench before any run: $(cat "$bench")"
+	for options in mode=wlat,size=4096,count=200 mode=rlat,size=4096,count=200 \
+		mode=slat,size=64,count=200 mode=bw,size=65536,count=200,depth=8 mode=bw,size=1048576,count=8; do
+		echo "$options" >"$bench" || fail "bench $options failed"
+		local mode=${options%%,*} out
+		out=$(cat "$bench")
+		echo "$out" | grep -q "^mode ${mode#mode=} " || fail "bench $options: $out"
+		for key in lat_min_us lat_median_us lat_p99_us lat_max_us mb_s ops_s; do
+			echo "$out" | grep -Eq "^$key [0-9]+(\.[0-9]+)?$" || fail "bench $options: no $key in: $out"
+		done
+		# A real run takes time and moves bytes: a zero would mean nothing was timed.
+		echo "$out" | grep -Eq "^lat_median_us 0\.000$|^ops_s 0$|^mb_s 0\.00$" && fail "bench $options measured nothing: $out"
+		echo "$options: $(echo "$out" | grep -E 'lat_median_us|mb_s' | tr '\n' ' ')"
+	done
+	expect_write_error "$bench" "size=64" "Invalid argument"
+	assert_dmesg "bench: mode=wlat\|rlat\|slat\|bw is required"
+	expect_write_error "$bench" "mode=wlat,depth=4" "Invalid argument"
+	expect_write_error "$bench" "mode=slat,size=2000" "Invalid argument"
+	expect_write_error "$bench" "mode=bw,depth=65" "Invalid argument"
+	expect_write_error "$bench" "mode=rlat,count=0" "Invalid argument"
+	expect_write_error "$bench" "mode=foo" "Invalid argument"
+	assert_dmesg "bench: bad option 'mode=foo'"
 
 	step "validation compares: a byte the server damages is caught"
 	echo 1 >/sys/kernel/debug/rdma_server/corrupt_next

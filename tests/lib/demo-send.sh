@@ -17,7 +17,7 @@ demo_send_test() {
 	modprobe rdma_server addr="$ip"
 	assert_dmesg "rdma_server: listening on $ip:7174"
 	modprobe rdma_client server="$ip"
-	assert_dmesg "rdma_client: connected to $ip:7174"
+	assert_dmesg "rdma_client: session 0: connected to $ip:7174"
 	wait_until 10 grep -q established "$server_dir/connections"
 	grep -q " ${provider}0 established" "$server_dir/connections" || fail "connections: $(cat "$server_dir/connections")"
 
