@@ -446,6 +446,19 @@ impl<T: CmHandler> CmId<T> {
         // may sleep, including handlers.
         to_result(unsafe { bindings::rdma_disconnect(self.raw()) })
     }
+
+    /// Disconnects and drains the QP: when this returns, the peer can no longer reach local
+    /// memory through the connection and every posted work request has completed. For an
+    /// operation abandoned while the peer may still READ or WRITE its buffers. Must not be
+    /// called from a completion callback of the QP's CQ.
+    pub(crate) fn shut_down(&self) {
+        let _ = self.disconnect();
+        if self.verbs.is_some() {
+            // SAFETY: the QP exists while `verbs` is set (invariant); the caller runs in
+            // process context outside the CQ's completion callbacks, as draining needs.
+            unsafe { bindings::ib_drain_qp((*self.raw()).qp) };
+        }
+    }
 }
 
 impl<T: CmHandler> Drop for CmId<T> {

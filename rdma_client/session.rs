@@ -348,17 +348,44 @@ impl Session {
             Tag::RegisterSink,
         )
         .and_then(|()| Self::exchange(this, link, text));
-        // Invalidate whatever was registered, whatever happened, before the next use.
-        for (mr, tag) in [
-            (&link.source_mr, Tag::InvalidateSource),
-            (&link.sink_mr, Tag::InvalidateSink),
-        ] {
-            if mr.is_valid() {
-                Self::post(this, link, SendOp::Invalidate { mr }, tag)?;
-                this.completed(tag, "local invalidate")?;
+        let cleanup = Self::invalidate(this, link, [&link.source_mr, &link.sink_mr]);
+        result.and(cleanup)
+    }
+
+    /// Invalidates whichever of the source and sink MRs `mrs` are still registered, so their
+    /// keys stop working before the buffers are used again. If that fails, the connection
+    /// is abandoned (the MRs cannot be trusted any more).
+    fn invalidate(this: &Arc<Self>, link: &Link, mrs: [&Mr; 2]) -> Result {
+        for (mr, tag) in mrs
+            .into_iter()
+            .zip([Tag::InvalidateSource, Tag::InvalidateSink])
+        {
+            if !mr.is_valid() || this.inbox.lock().disconnected {
+                continue;
+            }
+            let invalidated = Self::post(this, link, SendOp::Invalidate { mr }, tag)
+                .and_then(|()| this.completed(tag, "local invalidate"));
+            if let Err(e) = invalidated {
+                Self::abandon(this, link, "cannot invalidate a registration", e);
+                return Err(e);
             }
         }
-        result
+        Ok(())
+    }
+
+    /// Gives up on the connection in the middle of an operation: disconnects and drains the
+    /// QP, so the server cannot reach any buffer it was given and every posted request has
+    /// completed before the caller frees anything, then queues the release.
+    fn abandon(this: &Arc<Self>, link: &Link, why: &str, e: Error) {
+        pr_err!(
+            "session {}: {} ({:?}); disconnecting\n",
+            this.number,
+            why,
+            e
+        );
+        link.id.shut_down();
+        this.inbox.lock().disconnected = true;
+        let _ = this.queue.queue().enqueue(this.clone());
     }
 
     fn exchange(this: &Arc<Self>, link: &Link, text: &[u8]) -> Result {
@@ -404,10 +431,20 @@ impl Session {
             invalidate: None,
         };
         Self::post(this, link, send, Tag::Send)?;
-        this.completed(Tag::Send, "SEND")?;
+        let answer = this
+            .completed(Tag::Send, "SEND")
+            .and_then(|_| this.wait(|inbox| inbox.received.take()));
+        let (slot, wc, header, arrived) = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                // The server may still READ or WRITE the buffers this request advertised
+                // (with `mem_mode=dma`, through the device-wide key).
+                Self::abandon(this, link, "no answer from the server", e);
+                return Err(e);
+            }
+        };
         this.send_messages.fetch_add(1, Relaxed);
         this.send_bytes.fetch_add(total.into(), Relaxed);
-        let (slot, wc, header, arrived) = this.wait(|inbox| inbox.received.take())?;
         if !wc.is_ok() {
             pr_err!(
                 "receive failed: {}\n",
@@ -477,17 +514,8 @@ impl Session {
                 [&source_mr, &sink_mr],
                 global_rkey,
             );
-            // Invalidate whatever is still registered, whatever happened.
-            for (mr, tag) in [
-                (&source_mr, Tag::InvalidateSource),
-                (&sink_mr, Tag::InvalidateSink),
-            ] {
-                if mr.is_valid() {
-                    Self::post(this, link, SendOp::Invalidate { mr }, tag)?;
-                    this.completed(tag, "local invalidate")?;
-                }
-            }
-            result?;
+            let cleanup = Self::invalidate(this, link, [&source_mr, &sink_mr]);
+            result.and(cleanup)?;
             this.served_bytes.fetch_add(size.into(), Relaxed);
             this.served.fetch_add(1, Relaxed);
         }

@@ -75,6 +75,21 @@ demo_ping_test() {
 	expect_write_error "$ping" "mem_mode=dma,server_inv" "Invalid argument"
 	echo "count=1,size=100,validate" >"$ping" || fail "ping after bad options failed"
 
+	step "a signal stops a long ping; the session is usable afterwards"
+	local stats=/sys/kernel/debug/rdma_demo/stats pid
+	(echo "count=1000000,size=65536,validate,mem_mode=dma" >"$ping") &
+	pid=$!
+	sleep 3
+	kill -TERM "$pid"
+	if wait "$pid"; then fail "the interrupted ping reported success"; fi
+	# Between iterations the loop just stops; in the middle of one the session disconnects
+	# (after draining its QP) and has to reconnect.
+	if grep -q "connected 0" "$stats"; then
+		assert_dmesg "rdma_client: session 0: (no answer from the server|cannot invalidate a registration)"
+		echo connect >/sys/kernel/debug/rdma_demo/ctl
+	fi
+	echo "count=2,size=65536,validate" >"$ping" || fail "ping after the interrupted one failed"
+
 	step "unload"
 	rmmod rdma_client
 	rmmod rdma_server
