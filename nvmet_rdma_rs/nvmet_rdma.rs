@@ -2,17 +2,31 @@
 
 //! `nvmet_rdma_rs`: the NVMe over Fabrics RDMA target transport, in Rust.
 //!
-//! This first version logs RDMA devices through an `ib_client` and checks, at build
-//! time, that the nvmet core's types are bound; the transport itself comes next.
+//! Registers with the nvmet core as the transport for `addr_trtype rdma`, so the
+//! configfs steps that enable the C `nvmet_rdma` enable this module instead. See
+//! `Documentation/nvmet-rdma-rs.md`.
 
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
+mod command;
+mod nvmet;
+mod port;
+mod queue;
+mod target;
+mod wire;
+
 /// The owner name the RDMA core records for this module's verbs objects.
 pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"nvmet_rdma_rs";
 
-use kernel::prelude::*;
+use kernel::{
+    debugfs::{Dir, File},
+    fmt,
+    prelude::*,
+    sync::Arc,
+};
 use rdma::{bindings, ClientRegistration, DeviceLog, DEVICE_LOG};
+use target::Target;
 
 module! {
     type: NvmetRdmaRs,
@@ -20,30 +34,92 @@ module! {
     authors: ["rdma-rust-modules developers"],
     description: "NVMe over Fabrics RDMA target transport (Rust)",
     license: "GPL",
+    alias: ["nvmet-transport-1"],
 }
 
-// The nvmet bindings are there and agree with the NVMe-oF specification.
+// The bindings agree with the NVMe-oF specification and with `wire`.
 const _: () = assert!(bindings::NVMF_TRTYPE_RDMA == 1);
-const _: () = assert!(size_of::<bindings::nvme_command>() == 64);
+const _: () = assert!(size_of::<bindings::nvme_command>() == wire::COMMAND_SIZE);
 const _: () = assert!(size_of::<bindings::nvme_completion>() == 16);
+const _: () = assert!(size_of::<bindings::nvme_rdma_cm_req>() == wire::ConnectData::LEN);
+const _: () = assert!(bindings::NVME_AQ_DEPTH == wire::ADMIN_QUEUE_DEPTH);
+const _: () = assert!(bindings::NVME_SC_SGL_INVALID_TYPE == wire::status::SGL_INVALID_TYPE as u32);
+const _: () = assert!(bindings::NVME_STATUS_DNR == wire::status::DNR as u32);
+
+/// debugfs `ports`: one line per enabled port.
+fn show_ports(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let mut result = Ok(());
+    target.for_each_port(|port| {
+        if result.is_ok() {
+            result = writeln!(
+                f,
+                "port {} {} inline_data_size {} connects {} rejects {}",
+                port.id(),
+                port.address(),
+                port.inline_size(),
+                port.stats
+                    .connects
+                    .load(core::sync::atomic::Ordering::Relaxed),
+                port.stats
+                    .rejects
+                    .load(core::sync::atomic::Ordering::Relaxed),
+            );
+        }
+    });
+    result
+}
+
+/// debugfs `queues`: one line per queue.
+fn show_queues(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let mut result = Ok(());
+    target.for_each_queue(|queue| {
+        if result.is_ok() {
+            result = queue.show(f);
+        }
+    });
+    result
+}
 
 struct NvmetRdmaRs {
+    _ports: Pin<KBox<File<Arc<Target>>>>,
+    _queues: Pin<KBox<File<Arc<Target>>>>,
+    _dir: Dir,
+    target: Arc<Target>,
+    _registration: nvmet::Registration,
     _devices: ClientRegistration<DeviceLog>,
 }
 
 impl kernel::Module for NvmetRdmaRs {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         let devices = DEVICE_LOG.register()?;
-        pr_info!(
-            "loaded (nvmet request context: {} bytes)\n",
-            size_of::<bindings::nvmet_req>()
-        );
-        Ok(Self { _devices: devices })
+        let target = Target::install()?;
+        let registration = nvmet::Registration::new(module)?;
+        let dir = Dir::new(c"nvmet_rdma_rs");
+        let ports = KBox::pin_init(
+            dir.read_callback_file(c"ports", target.clone(), &show_ports),
+            GFP_KERNEL,
+        )?;
+        let queues = KBox::pin_init(
+            dir.read_callback_file(c"queues", target.clone(), &show_queues),
+            GFP_KERNEL,
+        )?;
+        pr_info!("registered as the NVMe-oF RDMA transport\n");
+        Ok(Self {
+            _ports: ports,
+            _queues: queues,
+            _dir: dir,
+            target,
+            _registration: registration,
+            _devices: devices,
+        })
     }
 }
 
 impl Drop for NvmetRdmaRs {
     fn drop(&mut self) {
+        // No port is enabled (each holds a module reference); queues may still be going.
+        self.target.close_all();
+        Target::uninstall();
         pr_info!("unloading\n");
     }
 }

@@ -93,6 +93,39 @@ impl SocketAddr {
         u32::from(family) == bindings::AF_INET6
     }
 
+    /// Whether this is the wildcard address (`0.0.0.0` or `::`).
+    pub(crate) fn is_any(&self) -> bool {
+        let ptr = core::ptr::from_ref(&self.storage);
+        if self.is_ipv6() {
+            // SAFETY: the family says the storage holds a `sockaddr_in6`.
+            let addr = unsafe { (*ptr.cast::<bindings::sockaddr_in6>()).sin6_addr };
+            // SAFETY: every bit pattern of the 16-byte address union is a valid byte array.
+            unsafe { addr.in6_u.u6_addr8 }.iter().all(|&b| b == 0)
+        } else {
+            // SAFETY: otherwise it holds a `sockaddr_in` (or is zeroed).
+            unsafe { (*ptr.cast::<bindings::sockaddr_in>()).sin_addr.s_addr == 0 }
+        }
+    }
+
+    /// Writes the address without the port (`%pISc`: `10.0.0.1`, `fd00::1`) into `out` as
+    /// a NUL-terminated string, truncated to fit; returns its length.
+    pub(crate) fn write_ip(&self, out: &mut [u8]) -> usize {
+        if out.is_empty() {
+            return 0;
+        }
+        // SAFETY: `snprintf` writes at most `out.len()` bytes, NUL included; `%pISc` reads
+        // a `sockaddr` of the family it names, which `storage` holds.
+        let n = unsafe {
+            bindings::snprintf(
+                out.as_mut_ptr().cast(),
+                out.len(),
+                c"%pISc".as_char_ptr(),
+                core::ptr::from_ref(&self.storage),
+            )
+        };
+        usize::try_from(n).unwrap_or(0).min(out.len() - 1)
+    }
+
     /// The port, in host order.
     pub(crate) fn port(&self) -> u16 {
         let ptr = core::ptr::from_ref(&self.storage);

@@ -147,6 +147,29 @@ impl ConnectRequest<'_> {
         peer_of(self.id)
     }
 
+    /// How many RDMA READs the requester lets this side have outstanding at once (its
+    /// responder resources, as the CM presents them to the passive side).
+    pub(crate) fn initiator_depth(&self) -> u8 {
+        // SAFETY: `conn` is the member in use for connect requests.
+        unsafe { self.event.raw.param.conn.initiator_depth }
+    }
+
+    /// Refuses the request with `private_data` (at most 255 bytes) as the reject's
+    /// consumer-defined data. RDMA CM then destroys the request's id.
+    pub(crate) fn reject(self, private_data: &[u8]) -> Result {
+        let len = u8::try_from(private_data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the id is live for the handler call; the core holds its handler mutex,
+        // as `rdma_reject` expects; the private data outlives the call.
+        to_result(unsafe {
+            bindings::rdma_reject(
+                self.id.as_ptr(),
+                private_data.as_ptr().cast(),
+                len,
+                bindings::ib_cm_rej_reason_IB_CM_REJ_CONSUMER_DEFINED as u8,
+            )
+        })
+    }
+
     /// Takes the request: future events of the new id go to `handler`, which the returned
     /// [`CmId`] owns. The caller must not drop the id in this handler call.
     pub(crate) fn adopt<C: CmHandler>(self, handler: Arc<C>) -> CmId<C> {
@@ -217,6 +240,29 @@ pub(crate) struct QpCaps {
     pub(crate) send_wr: u32,
     /// Receive queue depth.
     pub(crate) recv_wr: u32,
+    /// Scatter/gather entries per send and per receive work request.
+    pub(crate) send_sge: u32,
+    /// As `send_sge`, for receives.
+    pub(crate) recv_sge: u32,
+    /// `rdma_rw` contexts the QP must be able to run at once (0: the QP does not use
+    /// `rdma_rw`); the RDMA core grows the send queue and MR pool for them.
+    pub(crate) rdma_ctxs: u32,
+    /// The completion vector of the QP's CQ.
+    pub(crate) vector: u32,
+}
+
+impl QpCaps {
+    /// `send_wr` and `recv_wr` deep, one SGE each way, no `rdma_rw`, vector 0.
+    pub(crate) const fn new(send_wr: u32, recv_wr: u32) -> Self {
+        Self {
+            send_wr,
+            recv_wr,
+            send_sge: 1,
+            recv_sge: 1,
+            rdma_ctxs: 0,
+            vector: 0,
+        }
+    }
 }
 
 /// The verbs objects under a CM id's QP, freed after the QP (field order matters).
@@ -285,6 +331,12 @@ impl<T: CmHandler> CmId<T> {
         to_result(unsafe { bindings::rdma_bind_addr(self.raw(), addr.as_raw()) })
     }
 
+    /// Makes an IPv6 id bind to IPv6 only (not IPv4 too); call before [`CmId::bind`].
+    pub(crate) fn set_afonly(&self) -> Result {
+        // SAFETY: the id is live and not bound yet.
+        to_result(unsafe { bindings::rdma_set_afonly(self.raw(), 1) })
+    }
+
     /// Listens for connection requests (after [`CmId::bind`]).
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         // SAFETY: the id is live.
@@ -323,31 +375,64 @@ impl<T: CmHandler> CmId<T> {
         peer_of(self.id)
     }
 
-    /// Creates the QP (RC, one SGE each way, every request signalled) on a new CQ of
-    /// `send_wr + recv_wr + 1` entries and the given PD. Fails with `EEXIST` if the id
-    /// has a QP already, `ENODEV` if it is not bound to a device yet.
-    pub(crate) fn create_qp(&mut self, pd: Pd, caps: QpCaps, poll: super::PollContext) -> Result {
+    /// Creates the QP (RC, every request signalled) with `caps` on a new CQ and the given
+    /// PD, and returns the send queue depth the device granted (with `rdma_ctxs`, more
+    /// than asked). Fails with `EEXIST` if the id has a QP already, `ENODEV` if it is not
+    /// bound to a device yet.
+    pub(crate) fn create_qp(
+        &mut self,
+        pd: Pd,
+        caps: QpCaps,
+        poll: super::PollContext,
+    ) -> Result<u32> {
         if self.verbs.is_some() {
             return Err(EEXIST);
         }
         let device = self.device().ok_or(ENODEV)?;
+        // An `rdma_rw` context may need a registration, a transfer and an invalidation.
+        let rw_entries = 3 * caps.rdma_ctxs;
         // One extra entry each for the drain marker `ib_drain_qp` posts.
-        let cq = Cq::new(device, caps.send_wr + caps.recv_wr + 2, 0, poll)?;
+        let entries = caps.send_wr + rw_entries + caps.recv_wr + 2;
+        let cq = Cq::new(device, entries, caps.vector, poll)?;
         // SAFETY: all-zeroes is a valid, empty QP attribute set.
         let mut attr: bindings::ib_qp_init_attr = unsafe { core::mem::zeroed() };
         attr.send_cq = cq.as_raw();
         attr.recv_cq = cq.as_raw();
         attr.cap.max_send_wr = caps.send_wr + 1;
         attr.cap.max_recv_wr = caps.recv_wr + 1;
-        attr.cap.max_send_sge = 1;
-        attr.cap.max_recv_sge = 1;
+        attr.cap.max_send_sge = caps.send_sge;
+        attr.cap.max_recv_sge = caps.recv_sge;
+        attr.cap.max_rdma_ctxs = caps.rdma_ctxs;
+        attr.port_num = self.port_num();
         attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
         attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
         // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr` is
         // valid for the call.
         to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.as_raw(), &mut attr) })?;
         self.verbs = Some(Verbs { cq, pd });
-        Ok(())
+        Ok(attr.cap.max_send_wr)
+    }
+
+    /// The device port the id is bound to (1 on rxe and siw).
+    pub(crate) fn port_num(&self) -> u32 {
+        // SAFETY: the id is live; `port_num` is set when it is bound.
+        unsafe { (*self.raw()).port_num }
+    }
+
+    /// The local address (a listener's bound address; a connection's local end).
+    pub(crate) fn local(&self) -> SocketAddr {
+        // SAFETY: the id is live; its source address is a `sockaddr_storage`.
+        unsafe { SocketAddr::from_raw(core::ptr::from_ref(&(*self.raw()).route.addr.src_addr)) }
+    }
+
+    /// The raw QP, for verbs the layer does not wrap (`rdma_rw`); null before
+    /// [`CmId::create_qp`]. Valid while `self` is.
+    pub(crate) fn raw_qp(&self) -> *mut bindings::ib_qp {
+        if self.verbs.is_none() {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the id is live.
+        unsafe { (*self.raw()).qp }
     }
 
     /// The QP, once created.
@@ -412,10 +497,23 @@ impl<T: CmHandler> CmId<T> {
     /// Accepts an adopted connection request (with a QP and receives posted). Not from
     /// this id's handler.
     pub(crate) fn accept(&self, private_data: &[u8]) -> Result {
+        self.accept_with_depth(private_data, None)
+    }
+
+    /// As [`CmId::accept`], issuing at most `initiator_depth` RDMA READs at once (see
+    /// [`ConnectRequest::initiator_depth`]) rather than what the device allows.
+    pub(crate) fn accept_with_depth(
+        &self,
+        private_data: &[u8],
+        initiator_depth: Option<u8>,
+    ) -> Result {
         if self.verbs.is_none() {
             return Err(super::errno(bindings::ENOTCONN));
         }
         let mut param = self.conn_param(private_data)?;
+        if let Some(depth) = initiator_depth {
+            param.initiator_depth = param.initiator_depth.min(depth);
+        }
         // SAFETY: the id is live; `rdma_accept` requires the handler mutex, which we take
         // here, outside any handler of this id; `param` outlives the call.
         let ret = unsafe {
@@ -427,14 +525,16 @@ impl<T: CmHandler> CmId<T> {
         to_result(ret)
     }
 
-    /// Rejects an adopted connection request.
-    pub(crate) fn reject(&self) -> Result {
-        // SAFETY: the id is live; `IB_CM_REJ_CONSUMER_DEFINED` is a valid reason.
+    /// Rejects an adopted connection request, with `private_data` (at most 255 bytes).
+    pub(crate) fn reject(&self, private_data: &[u8]) -> Result {
+        let len = u8::try_from(private_data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the id is live; `IB_CM_REJ_CONSUMER_DEFINED` is a valid reason; the
+        // private data outlives the call.
         to_result(unsafe {
             bindings::rdma_reject(
                 self.raw(),
-                core::ptr::null(),
-                0,
+                private_data.as_ptr().cast(),
+                len,
                 bindings::ib_cm_rej_reason_IB_CM_REJ_CONSUMER_DEFINED as u8,
             )
         })

@@ -57,6 +57,22 @@ impl Device {
         )
     }
 
+    /// Scatter/gather entries a send work request may have, and an RDMA READ.
+    pub(crate) fn max_send_sges(&self) -> (u32, u32) {
+        // SAFETY: as for `rdma_read_depths`.
+        let attrs = unsafe { &(*self.as_raw()).attrs };
+        (
+            attrs.max_send_sge.max(1) as u32,
+            attrs.max_sge_rd.max(1) as u32,
+        )
+    }
+
+    /// How many completion vectors (interrupt queues) the device offers; at least 1.
+    pub(crate) fn completion_vectors(&self) -> u32 {
+        // SAFETY: `num_comp_vectors` is set before registration and never changes.
+        unsafe { (*self.as_raw()).num_comp_vectors.max(1) as u32 }
+    }
+
     /// The largest number of pages a fast-registration MR may map on this device.
     pub(crate) fn max_fast_reg_pages(&self) -> u32 {
         // SAFETY: as for `rdma_read_depths`.

@@ -36,11 +36,25 @@ unsafe impl Sync for Mapping {}
 impl DmaBuf {
     /// Allocates `len` zeroed bytes and maps them for `device`.
     pub(crate) fn new(device: &Device, len: usize) -> Result<Self> {
+        Self::allocate(device, len, 1)
+    }
+
+    /// As [`DmaBuf::new`], starting on a page boundary: for data the block layer may
+    /// use for direct I/O, which needs aligned memory.
+    pub(crate) fn new_page_aligned(device: &Device, len: usize) -> Result<Self> {
+        Self::allocate(device, len, kernel::page::PAGE_SIZE)
+    }
+
+    fn allocate(device: &Device, len: usize, align: usize) -> Result<Self> {
         if len == 0 {
             return Err(EINVAL);
         }
-        let mut memory = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-        let cpu = memory.as_mut_ptr();
+        let padded = len.checked_add(align - 1).ok_or(EINVAL)?;
+        let mut memory = KVec::from_elem(0u8, padded, GFP_KERNEL)?;
+        let start = memory.as_mut_ptr();
+        let pad = start.align_offset(align);
+        // SAFETY: `pad < align`, so `start + pad .. + len` lies inside the `padded` bytes.
+        let cpu = unsafe { start.add(pad) };
         // SAFETY: `cpu` is `len` bytes of kmalloc memory, which the DMA API may map.
         let dma = unsafe {
             bindings::rdma_rs_ib_dma_map_single(
@@ -141,6 +155,22 @@ impl DmaBuf {
         Ok(())
     }
 
+    /// Takes `out.len()` bytes at `offset` back from the device and copies them out:
+    /// as [`DmaBuf::copy_out`], syncing only that range.
+    pub(crate) fn copy_out_range(&self, offset: usize, out: &mut [u8]) -> Result {
+        let end = offset.checked_add(out.len()).ok_or(EINVAL)?;
+        if end > self.0.len {
+            return Err(EINVAL);
+        }
+        self.sync_range_for_cpu(offset, out.len());
+        // SAFETY: `offset..end` lies inside the allocation (checked above); the target is
+        // a distinct Rust slice.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.0.cpu.add(offset), out.as_mut_ptr(), out.len())
+        };
+        Ok(())
+    }
+
     /// Compares `len` bytes at `offset` with those of `other` at the same offset; returns
     /// the offset of the first difference.
     pub(crate) fn first_difference(&self, other: &DmaBuf, len: usize) -> Result<Option<usize>> {
@@ -157,6 +187,48 @@ impl DmaBuf {
             }
         }
         Ok(None)
+    }
+
+    /// The CPU address of byte `offset`, for C code that reads or fills the buffer in
+    /// place (after [`DmaBuf::sync_range_for_cpu`]). `EINVAL` past the end.
+    pub(crate) fn cpu_ptr(&self, offset: usize) -> Result<*mut u8> {
+        if offset >= self.0.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `offset` lies inside the allocation (checked above).
+        Ok(unsafe { self.0.cpu.add(offset) })
+    }
+
+    /// Takes `len` bytes at `offset` back from the device before the CPU reads them.
+    pub(crate) fn sync_range_for_cpu(&self, offset: usize, len: usize) {
+        if offset.checked_add(len).is_none_or(|end| end > self.0.len) || len == 0 {
+            return;
+        }
+        // SAFETY: the mapping is live (type invariant); the range lies inside it.
+        unsafe {
+            bindings::rdma_rs_ib_dma_sync_single_for_cpu(
+                self.0.device,
+                self.0.dma + offset as u64,
+                len,
+                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+            )
+        };
+    }
+
+    /// Hands `len` bytes at `offset` to the device after the CPU wrote them.
+    pub(crate) fn sync_range_for_device(&self, offset: usize, len: usize) {
+        if offset.checked_add(len).is_none_or(|end| end > self.0.len) || len == 0 {
+            return;
+        }
+        // SAFETY: the mapping is live (type invariant); the range lies inside it.
+        unsafe {
+            bindings::rdma_rs_ib_dma_sync_single_for_device(
+                self.0.device,
+                self.0.dma + offset as u64,
+                len,
+                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+            )
+        };
     }
 
     fn sync_for_cpu(&self) {

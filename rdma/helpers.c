@@ -88,3 +88,8 @@ struct workqueue_struct *rdma_rs_alloc_workqueue(const char *name)
 {
 	return alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_UNBOUND, 0, name);
 }
+
+void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len)
+{
+	sg_set_buf(sg, buf, len);
+}

@@ -219,10 +219,7 @@ impl Session {
         let send = DmaBuf::new(device, SLOT_SIZE)?;
         let source = DmaBuf::new(device, MAX_TEXT)?;
         let sink = DmaBuf::new(device, MAX_TEXT)?;
-        let caps = QpCaps {
-            send_wr: 8 + MAX_DEPTH,
-            recv_wr: RECV_SLOTS as u32,
-        };
+        let caps = QpCaps::new(8 + MAX_DEPTH, RECV_SLOTS as u32);
         id.create_qp(pd, caps, PollContext::Workqueue)?;
         id.resolve_route()?;
         this.wait_cm(CmEventKind::RouteResolved)?;

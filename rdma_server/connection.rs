@@ -302,10 +302,7 @@ impl Connection {
             Ok(buffers) => buffers,
             Err(e) => return Err((e, id)),
         };
-        let caps = QpCaps {
-            send_wr: 4 * RECV_SLOTS as u32,
-            recv_wr: RECV_SLOTS as u32,
-        };
+        let caps = QpCaps::new(4 * RECV_SLOTS as u32, RECV_SLOTS as u32);
         if let Err(e) = id.create_qp(pd, caps, PollContext::Workqueue) {
             return Err((e, id));
         }
@@ -726,7 +723,7 @@ impl WorkItem<1> for Connection {
                     this.number,
                     e
                 );
-                let _ = id.reject();
+                let _ = id.reject(&[]);
                 drop(id);
                 this.close(c"setup failure");
             }

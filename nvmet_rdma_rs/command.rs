@@ -1,0 +1,782 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The data path: command capsules in, data by RDMA READ/WRITE, responses out.
+//!
+//! A queue has one receive slot per command the host may send ([`CmdSlot`]) and twice as
+//! many response slots ([`RspSlot`]), each with the `ib_cqe`s, work requests, `rdma_rw`
+//! context and `struct nvmet_req` of one command in flight. They are allocated with the
+//! queue and never move, so the C side can point into them; completions find their slot
+//! with `container_of`. A command goes:
+//!
+//! 1. receive completes → take a free response slot, `nvmet_req_init`, map the data
+//!    (in-capsule, or keyed through `rdma_rw_ctx_init`);
+//! 2. reserve send queue space for the response and the RDMA work requests (or wait in
+//!    line until a completion frees some); for a write, RDMA READ the data first;
+//! 3. `req->execute`; the nvmet core calls [`queue_response`] when the backend is done;
+//! 4. for a read, the RDMA WRITEs are chained before the response SEND (with invalidate if
+//!    the host asked), the receive is posted again, the SEND goes out;
+//! 5. the SEND completes → the slot's resources are released and the slot is free again.
+//!
+//! All callbacks of a queue's CQ run one at a time on the RDMA core's workqueue; only
+//! [`queue_response`] may run elsewhere (a backend's completion interrupt), so it takes no
+//! lock.
+
+use crate::queue::Queue;
+use crate::rdma::{bindings, CmId, Device, DmaBuf};
+use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
+use core::{
+    cell::UnsafeCell,
+    sync::atomic::{AtomicI32, Ordering::Relaxed},
+};
+use kernel::{container_of, page::PAGE_SIZE, prelude::*, types::Opaque};
+
+/// In-capsule data is at most 16 KiB: four pages.
+const MAX_INLINE_PAGES: usize = 4;
+/// Bytes of an NVMe completion queue entry.
+const RESPONSE_SIZE: usize = 16;
+
+/// The `rdma_rw` MR factor for 1 MiB transfers on `device` (what the C transport sizes
+/// its QPs with).
+pub(crate) fn rw_mr_factor(device: &Device, port: u32) -> u32 {
+    // SAFETY: the device is registered; the call only reads its capabilities.
+    unsafe { bindings::rdma_rw_mr_factor(device.as_raw(), port, 256) }
+}
+
+/// A receive slot: where one command capsule (and its in-capsule data) lands.
+#[repr(C)]
+struct CmdSlot {
+    cqe: Opaque<bindings::ib_cqe>,
+    wr: Opaque<bindings::ib_recv_wr>,
+    sge: Opaque<[bindings::ib_sge; 2]>,
+    /// The nvmet request's scatterlist for in-capsule data.
+    sg: Opaque<[bindings::scatterlist; MAX_INLINE_PAGES]>,
+    index: u32,
+    queue: *const Queue,
+}
+
+/// What a response slot knows about its command; touched only by the slot's current
+/// owner (see [`RspSlot::state`]).
+#[derive(Default)]
+struct RspState {
+    in_use: bool,
+    /// The receive slot the command arrived in.
+    cmd: u32,
+    /// Host-to-controller command.
+    write: bool,
+    /// The data came in the capsule.
+    in_capsule: bool,
+    /// An `rdma_rw` context is initialised (and owes `rdma_rw_ctx_destroy`).
+    rw_live: bool,
+    /// RDMA work requests the context posts (send queue space reserved for them).
+    n_rdma: u32,
+    /// The host's rkey to invalidate with the response.
+    invalidate: Option<u32>,
+}
+
+/// A response slot: one command in flight.
+#[repr(C)]
+struct RspSlot {
+    send_cqe: Opaque<bindings::ib_cqe>,
+    read_cqe: Opaque<bindings::ib_cqe>,
+    send_wr: Opaque<bindings::ib_send_wr>,
+    send_sge: Opaque<bindings::ib_sge>,
+    rw: Opaque<bindings::rdma_rw_ctx>,
+    req: Opaque<bindings::nvmet_req>,
+    state: UnsafeCell<RspState>,
+    index: u32,
+    queue: *const Queue,
+}
+
+impl RspSlot {
+    /// The slot's state.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the slot: it runs the step of the command the slot is at (the
+    /// steps of one command are ordered by the hardware and the nvmet core), or the queue
+    /// is drained.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn state(&self) -> &mut RspState {
+        // SAFETY: see the function's safety section: one step at a time.
+        unsafe { &mut *self.state.get() }
+    }
+
+    fn req(&self) -> *mut bindings::nvmet_req {
+        self.req.get()
+    }
+}
+
+/// A queue's buffers and slots, and its send queue accounting.
+///
+/// # Invariants
+///
+/// `qp` is the QP of the queue's CM id, which outlives this value's use: the release
+/// drains it and reclaims the slots before destroying it. Slots never move.
+pub(crate) struct Io {
+    qp: *mut bindings::ib_qp,
+    port_num: u32,
+    capsules: DmaBuf,
+    responses: DmaBuf,
+    /// Per receive slot: its in-capsule data buffer (none on the admin queue).
+    inline: KVec<DmaBuf>,
+    inline_size: u32,
+    cmds: KVec<CmdSlot>,
+    rsps: KVec<RspSlot>,
+    /// Send queue entries not reserved.
+    sq_wr_avail: AtomicI32,
+}
+
+// SAFETY: slots are shared with the device and the nvmet core by design; each is used by
+// one owner at a time (see `RspSlot::state`), and the QP pointer may be used anywhere.
+unsafe impl Send for Io {}
+// SAFETY: as above.
+unsafe impl Sync for Io {}
+
+fn zeroed_cmd(index: u32, queue: *const Queue) -> CmdSlot {
+    CmdSlot {
+        cqe: Opaque::zeroed(),
+        wr: Opaque::zeroed(),
+        sge: Opaque::zeroed(),
+        sg: Opaque::zeroed(),
+        index,
+        queue,
+    }
+}
+
+fn zeroed_rsp(index: u32, queue: *const Queue) -> RspSlot {
+    RspSlot {
+        send_cqe: Opaque::zeroed(),
+        read_cqe: Opaque::zeroed(),
+        send_wr: Opaque::zeroed(),
+        send_sge: Opaque::zeroed(),
+        rw: Opaque::zeroed(),
+        req: Opaque::zeroed(),
+        state: UnsafeCell::new(RspState::default()),
+        index,
+        queue,
+    }
+}
+
+impl Io {
+    /// Allocates and maps the queue's buffers and prepares its slots; `sq_depth` is the
+    /// send queue depth the QP got.
+    pub(crate) fn new(
+        queue: &kernel::sync::Arc<Queue>,
+        id: &CmId<Queue>,
+        inline_size: u32,
+        sq_depth: u32,
+    ) -> Result<Self> {
+        let device = id.device().ok_or(ENODEV)?;
+        let lkey = id.pd().ok_or(ENODEV)?.local_dma_lkey();
+        let recv = queue.data.recv_queue_size;
+        let nr_rsps = 2 * recv;
+        let capsules = DmaBuf::new(device, recv as usize * COMMAND_SIZE)?;
+        let responses = DmaBuf::new(device, nr_rsps as usize * RESPONSE_SIZE)?;
+        let mut inline = KVec::new();
+        if inline_size > 0 {
+            inline.reserve(recv as usize, GFP_KERNEL)?;
+            for _ in 0..recv {
+                inline.push(
+                    DmaBuf::new_page_aligned(device, inline_size as usize)?,
+                    GFP_KERNEL,
+                )?;
+            }
+        }
+        let owner = kernel::sync::Arc::as_ptr(queue);
+        let mut cmds = KVec::with_capacity(recv as usize, GFP_KERNEL)?;
+        for index in 0..recv {
+            cmds.push(zeroed_cmd(index, owner), GFP_KERNEL)?;
+        }
+        let mut rsps = KVec::with_capacity(nr_rsps as usize, GFP_KERNEL)?;
+        for index in 0..nr_rsps {
+            rsps.push(zeroed_rsp(index, owner), GFP_KERNEL)?;
+        }
+        let io = Self {
+            qp: id.raw_qp(),
+            port_num: id.port_num(),
+            capsules,
+            responses,
+            inline,
+            inline_size,
+            cmds,
+            rsps,
+            sq_wr_avail: AtomicI32::new(sq_depth as i32),
+        };
+        for cmd in &io.cmds {
+            io.prepare_cmd(cmd, lkey)?;
+        }
+        for rsp in &io.rsps {
+            io.prepare_rsp(rsp, lkey)?;
+        }
+        Ok(io)
+    }
+
+    fn prepare_cmd(&self, cmd: &CmdSlot, lkey: u32) -> Result {
+        let index = cmd.index as usize;
+        let capsule = self.capsules.dma_addr(index * COMMAND_SIZE);
+        // SAFETY: the slot is not posted yet and lives in `cmds`, which never moves, so the
+        // pointers into it stay valid for the queue's life.
+        unsafe {
+            (*cmd.cqe.get()).done = Some(recv_done);
+            let sge = &mut *cmd.sge.get();
+            sge[0] = bindings::ib_sge {
+                addr: capsule,
+                length: COMMAND_SIZE as u32,
+                lkey,
+            };
+            let wr = &mut *cmd.wr.get();
+            wr.__bindgen_anon_1.wr_cqe = cmd.cqe.get();
+            wr.sg_list = sge.as_mut_ptr();
+            wr.num_sge = 1;
+            if let Some(data) = self.inline.get(index) {
+                sge[1] = bindings::ib_sge {
+                    addr: data.dma_addr(0),
+                    length: self.inline_size,
+                    lkey,
+                };
+                wr.num_sge = 2;
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare_rsp(&self, rsp: &RspSlot, lkey: u32) -> Result {
+        let offset = rsp.index as usize * RESPONSE_SIZE;
+        let cqe = self.responses.cpu_ptr(offset)?;
+        // SAFETY: as in `prepare_cmd`, for the never-moving `rsps`.
+        unsafe {
+            (*rsp.send_cqe.get()).done = Some(send_done);
+            (*rsp.read_cqe.get()).done = Some(read_done);
+            *rsp.send_sge.get() = bindings::ib_sge {
+                addr: self.responses.dma_addr(offset),
+                length: RESPONSE_SIZE as u32,
+                lkey,
+            };
+            let wr = &mut *rsp.send_wr.get();
+            wr.__bindgen_anon_1.wr_cqe = rsp.send_cqe.get();
+            wr.sg_list = rsp.send_sge.get();
+            wr.num_sge = 1;
+            wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
+            (*rsp.req()).cqe = cqe.cast();
+        }
+        Ok(())
+    }
+
+    /// Response slots of the queue.
+    pub(crate) fn response_slots(&self) -> u32 {
+        self.rsps.len() as u32
+    }
+
+    /// Posts receive slot `cmd` (again).
+    pub(crate) fn post_recv(&self, cmd: u32) -> Result {
+        let slot = self.cmds.get(cmd as usize).ok_or(EINVAL)?;
+        let index = cmd as usize;
+        self.capsules
+            .sync_range_for_device(index * COMMAND_SIZE, COMMAND_SIZE);
+        if let Some(data) = self.inline.get(index) {
+            data.sync_range_for_device(0, self.inline_size as usize);
+        }
+        // SAFETY: the QP is live (type invariant); the slot's work request points into the
+        // slot, which outlives the receive (the release drains the QP first).
+        let ret = unsafe {
+            bindings::rdma_rs_ib_post_recv(self.qp, slot.wr.get(), core::ptr::null_mut())
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// A command arrived in receive slot `cmd_index` (`received` bytes): runs it on
+    /// response slot `rsp_index`.
+    fn start(&self, queue: &Queue, cmd_index: u32, rsp_index: u32, received: u32) {
+        let rsp = &self.rsps[rsp_index as usize];
+        let offset = cmd_index as usize * COMMAND_SIZE;
+        let mut command = [0u8; COMMAND_SIZE];
+        let Ok(capsule) = self.capsules.cpu_ptr(offset) else {
+            return;
+        };
+        if self.capsules.copy_out_range(offset, &mut command).is_err() {
+            return;
+        }
+        // SAFETY: the slot came off the free list: this command owns it.
+        let state = unsafe { rsp.state() };
+        *state = RspState {
+            in_use: true,
+            cmd: cmd_index,
+            write: wire::is_write(&command),
+            ..RspState::default()
+        };
+        let req = rsp.req();
+        let port = queue.port.raw();
+        // SAFETY: `req` is the slot's request, not in use by the nvmet core (the slot was
+        // free); the capsule stays put until the receive is posted again, after the
+        // response; the port is enabled while the queue exists.
+        let accepted = unsafe {
+            (*req).cmd = capsule.cast();
+            (*req).port = port;
+            bindings::nvmet_req_init(req, queue.nvmet.sq(), (*port).tr_ops)
+        };
+        queue.stats.commands.fetch_add(1, Relaxed);
+        if !accepted {
+            // The core completed the request already (through `queue_response`).
+            return;
+        }
+        let mapped = wire::data_pointer(&command).and_then(|pointer| match pointer {
+            DataPointer::InCapsule { offset, len } => {
+                self.map_in_capsule(queue, rsp, &command, offset, len, received)
+            }
+            DataPointer::Keyed {
+                addr,
+                len,
+                key,
+                invalidate,
+            } => self.map_keyed(rsp, addr, len, key, invalidate),
+        });
+        if let Err(error) = mapped {
+            // SAFETY: the request is initialised and ours until it completes.
+            unsafe {
+                (*req).error_loc = error.error_loc;
+                bindings::nvmet_req_complete(req, error.status);
+            }
+            return;
+        }
+        if !self.execute(rsp) {
+            queue.stats.sq_full_waits.fetch_add(1, Relaxed);
+            let _ = queue.waiting.lock().push(rsp.index, GFP_ATOMIC);
+        }
+    }
+
+    /// Points the request at the in-capsule data, after checking it.
+    fn map_in_capsule(
+        &self,
+        queue: &Queue,
+        rsp: &RspSlot,
+        command: &[u8; COMMAND_SIZE],
+        offset: u64,
+        len: u32,
+        received: u32,
+    ) -> Result<(), wire::CommandError> {
+        // SAFETY: this command owns the slot.
+        let state = unsafe { rsp.state() };
+        let data_received = received - COMMAND_SIZE as u32;
+        wire::check_in_capsule(command, offset, len, self.inline_size, data_received)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let cmd = &self.cmds[state.cmd as usize];
+        let data = &self.inline[state.cmd as usize];
+        let offset = offset as usize;
+        let (first_page, page_offset) = (offset / PAGE_SIZE, offset % PAGE_SIZE);
+        let count = (page_offset + len as usize).div_ceil(PAGE_SIZE);
+        data.sync_range_for_cpu(offset, len as usize);
+        let sg = cmd.sg.get().cast::<bindings::scatterlist>();
+        let mut pieces = [(core::ptr::null_mut::<u8>(), 0u32); MAX_INLINE_PAGES];
+        let mut left = len as usize;
+        for (i, piece) in pieces.iter_mut().enumerate().take(count) {
+            let start = if i == 0 { page_offset } else { 0 };
+            let chunk = left.min(PAGE_SIZE - start);
+            let at = (first_page + i) * PAGE_SIZE + start;
+            let cpu = data.cpu_ptr(at).map_err(|_| wire::CommandError {
+                status: status::SGL_INVALID_OFFSET | status::DNR,
+                error_loc: 24,
+            })?;
+            *piece = (cpu, chunk as u32);
+            left -= chunk;
+        }
+        // SAFETY: `count <= MAX_INLINE_PAGES`, since the data lies within the in-capsule
+        // size (checked), at most 16 KiB; the receive slot's scatterlist is this command's
+        // until the response re-posts the receive; the pages are the slot's buffer.
+        unsafe {
+            bindings::sg_init_table(sg, count as u32);
+            for (i, &(cpu, chunk)) in pieces.iter().enumerate().take(count) {
+                bindings::rdma_rs_sg_set_buf(sg.add(i), cpu.cast(), chunk);
+            }
+            let req = rsp.req();
+            (*req).sg = sg;
+            (*req).sg_cnt = count as i32;
+            (*req).transfer_len += len as usize;
+        }
+        state.in_capsule = true;
+        queue.stats.in_capsule.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    /// Allocates the request's data buffer and an `rdma_rw` context for host memory at
+    /// `addr`/`key`.
+    fn map_keyed(
+        &self,
+        rsp: &RspSlot,
+        addr: u64,
+        len: u32,
+        key: u32,
+        invalidate: bool,
+    ) -> Result<(), wire::CommandError> {
+        // SAFETY: this command owns the slot.
+        let state = unsafe { rsp.state() };
+        let req = rsp.req();
+        let internal = wire::CommandError {
+            status: status::INTERNAL,
+            error_loc: 0,
+        };
+        // SAFETY: the request is initialised and ours; `rdma_rw_ctx_init` maps the
+        // request's scatterlist for the QP's device; the context lives in the slot.
+        unsafe {
+            (*req).transfer_len = len as usize;
+            if len == 0 {
+                return Ok(());
+            }
+            if bindings::nvmet_req_alloc_sgls(req) < 0 {
+                (*req).transfer_len = 0;
+                return Err(internal);
+            }
+            let ret = bindings::rdma_rw_ctx_init(
+                rsp.rw.get(),
+                self.qp,
+                self.port_num,
+                (*req).sg,
+                (*req).sg_cnt as u32,
+                0,
+                addr,
+                key,
+                direction(state.write),
+            );
+            if ret < 0 {
+                (*req).transfer_len = 0;
+                return Err(internal);
+            }
+            state.n_rdma = ret as u32;
+        }
+        state.rw_live = true;
+        if invalidate {
+            state.invalidate = Some(key);
+        }
+        Ok(())
+    }
+
+    /// Reserves send queue space for the command's work requests and starts it: RDMA READ
+    /// of its data, or the nvmet core's execution. `false` if the send queue is full.
+    fn execute(&self, rsp: &RspSlot) -> bool {
+        // SAFETY: this command owns the slot.
+        let state = unsafe { rsp.state() };
+        let needed = 1 + state.n_rdma as i32;
+        if self.sq_wr_avail.fetch_sub(needed, Relaxed) < needed {
+            self.sq_wr_avail.fetch_add(needed, Relaxed);
+            return false;
+        }
+        let req = rsp.req();
+        // SAFETY: the request is initialised and mapped; the context (if the data comes
+        // from the host) was initialised by `map_keyed`; the QP is live.
+        unsafe {
+            if state.write && (*req).transfer_len > 0 && !state.in_capsule {
+                let ret = bindings::rdma_rw_ctx_post(
+                    rsp.rw.get(),
+                    self.qp,
+                    self.port_num,
+                    rsp.read_cqe.get(),
+                    core::ptr::null_mut(),
+                );
+                if ret != 0 {
+                    bindings::nvmet_req_complete(req, status::DATA_XFER_ERROR);
+                }
+            } else if let Some(execute) = (*req).execute {
+                execute(req);
+            }
+        }
+        true
+    }
+
+    /// Undoes what the command holds and frees its slot; then retries waiting commands.
+    fn release(&self, queue: &Queue, rsp: &RspSlot) {
+        // SAFETY: the command's last step (its response SEND completed or never went out).
+        let state = unsafe { rsp.state() };
+        self.sq_wr_avail.fetch_add(1 + state.n_rdma as i32, Relaxed);
+        self.free_data(rsp, state);
+        state.in_use = false;
+        let _ = queue.free.lock().push(rsp.index, GFP_ATOMIC);
+        self.run_waiting(queue);
+    }
+
+    /// Destroys the command's `rdma_rw` context and frees its data buffer.
+    fn free_data(&self, rsp: &RspSlot, state: &mut RspState) {
+        let req = rsp.req();
+        // SAFETY: the context was initialised on `req.sg` (`rw_live`); a buffer not in
+        // the capsule was allocated by `nvmet_req_alloc_sgls`.
+        unsafe {
+            if state.rw_live {
+                bindings::rdma_rw_ctx_destroy(
+                    rsp.rw.get(),
+                    self.qp,
+                    self.port_num,
+                    (*req).sg,
+                    (*req).sg_cnt as u32,
+                    direction(state.write),
+                );
+                state.rw_live = false;
+            }
+            if !state.in_capsule && !(*req).sg.is_null() {
+                bindings::nvmet_req_free_sgls(req);
+            }
+        }
+        state.n_rdma = 0;
+    }
+
+    /// Starts waiting commands in order while the send queue has room.
+    fn run_waiting(&self, queue: &Queue) {
+        loop {
+            let next = {
+                let mut waiting = queue.waiting.lock();
+                if waiting.is_empty() {
+                    return;
+                }
+                waiting.remove(0).ok()
+            };
+            let Some(index) = next else {
+                return;
+            };
+            let rsp = &self.rsps[index as usize];
+            if !self.execute(rsp) {
+                let _ = queue.waiting.lock().insert_within_capacity(0, index);
+                return;
+            }
+        }
+    }
+
+    /// After the queue was drained: frees what commands that never completed still hold.
+    pub(crate) fn reclaim(&self) {
+        for rsp in &self.rsps {
+            // SAFETY: the QP is drained and the nvmet core finished every request: nobody
+            // else uses the slots.
+            let state = unsafe { rsp.state() };
+            if state.in_use {
+                self.free_data(rsp, state);
+                state.in_use = false;
+            }
+        }
+    }
+}
+
+/// `dma_data_direction` of a command's data: host-to-controller data comes from the
+/// device (RDMA READ into our memory).
+fn direction(write: bool) -> u32 {
+    if write {
+        bindings::dma_data_direction_DMA_FROM_DEVICE
+    } else {
+        bindings::dma_data_direction_DMA_TO_DEVICE
+    }
+}
+
+/// Logs a failed work completion (flushes are teardown, quiet) and ends the queue.
+fn failed(queue: &Queue, what: &str, wc: &bindings::ib_wc) {
+    if wc.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+        return;
+    }
+    // SAFETY: `ib_wc_status_msg` returns a static string for any value.
+    let name = unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(wc.status)) };
+    pr_err!(
+        "{} failed: {} ({}); ending the queue\n",
+        what,
+        name.to_str().unwrap_or("?"),
+        wc.status
+    );
+    queue.fatal_error();
+}
+
+fn is_success(wc: &bindings::ib_wc) -> bool {
+    wc.status == bindings::ib_wc_status_IB_WC_SUCCESS
+}
+
+/// A receive completed.
+///
+/// # Safety
+///
+/// Called by the RDMA core for a receive posted by [`Io::post_recv`].
+unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: the core passes a valid completion whose `wr_cqe` is a receive slot's `cqe`;
+    // the slot and its queue live until the queue is drained.
+    let (wc, slot, queue) = unsafe {
+        let wc = &*wc;
+        let slot = &*container_of!(
+            wc.__bindgen_anon_1
+                .wr_cqe
+                .cast::<Opaque<bindings::ib_cqe>>(),
+            CmdSlot,
+            cqe
+        );
+        (wc, slot, &*slot.queue)
+    };
+    if !is_success(wc) {
+        failed(queue, "RECV", wc);
+        return;
+    }
+    let Some(io) = queue.io.as_ref() else {
+        return;
+    };
+    if (wc.byte_len as usize) < COMMAND_SIZE {
+        pr_err!(
+            "a capsule of {} bytes is shorter than a command; ending the queue\n",
+            wc.byte_len
+        );
+        queue.fatal_error();
+        return;
+    }
+    if queue.is_disconnecting() {
+        return;
+    }
+    let Some(rsp) = queue.free.lock().pop() else {
+        pr_err!("the host sent more commands than the queue holds; ending the queue\n");
+        queue.fatal_error();
+        return;
+    };
+    io.start(queue, slot.index, rsp, wc.byte_len);
+}
+
+/// An RDMA READ of a command's data completed.
+///
+/// # Safety
+///
+/// Called by the RDMA core for an `rdma_rw` context posted by [`Io::execute`].
+unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: as in `recv_done`, for a response slot's `read_cqe`.
+    let (wc, rsp, queue) = unsafe {
+        let wc = &*wc;
+        let rsp = &*container_of!(
+            wc.__bindgen_anon_1
+                .wr_cqe
+                .cast::<Opaque<bindings::ib_cqe>>(),
+            RspSlot,
+            read_cqe
+        );
+        (wc, rsp, &*rsp.queue)
+    };
+    let Some(io) = queue.io.as_ref() else {
+        return;
+    };
+    // SAFETY: the read was the command's step in progress: it owns the slot.
+    let state = unsafe { rsp.state() };
+    io.sq_wr_avail.fetch_add(state.n_rdma as i32, Relaxed);
+    let req = rsp.req();
+    if !is_success(wc) {
+        io.free_data(rsp, state);
+        // SAFETY: the request was initialised and has not completed; it never will now.
+        unsafe { bindings::nvmet_req_uninit(req) };
+        io.release(queue, rsp);
+        failed(queue, "RDMA READ", wc);
+        return;
+    }
+    // SAFETY: the request is initialised and its data arrived.
+    unsafe {
+        queue
+            .stats
+            .read_bytes
+            .fetch_add((*req).transfer_len as u64, Relaxed);
+    }
+    io.free_rw(rsp, state);
+    // SAFETY: as above.
+    unsafe {
+        if let Some(execute) = (*req).execute {
+            execute(req);
+        }
+    }
+}
+
+impl Io {
+    /// Destroys the command's `rdma_rw` context (its READ is done), keeping the data.
+    fn free_rw(&self, rsp: &RspSlot, state: &mut RspState) {
+        if state.rw_live {
+            let req = rsp.req();
+            // SAFETY: initialised on `req.sg` by `map_keyed`, and not in use any more.
+            unsafe {
+                bindings::rdma_rw_ctx_destroy(
+                    rsp.rw.get(),
+                    self.qp,
+                    self.port_num,
+                    (*req).sg,
+                    (*req).sg_cnt as u32,
+                    direction(state.write),
+                )
+            };
+            state.rw_live = false;
+        }
+        state.n_rdma = 0;
+    }
+}
+
+/// A response SEND completed.
+///
+/// # Safety
+///
+/// Called by the RDMA core for a send posted by [`queue_response`].
+unsafe extern "C" fn send_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: as in `recv_done`, for a response slot's `send_cqe`.
+    let (wc, rsp, queue) = unsafe {
+        let wc = &*wc;
+        let rsp = &*container_of!(
+            wc.__bindgen_anon_1
+                .wr_cqe
+                .cast::<Opaque<bindings::ib_cqe>>(),
+            RspSlot,
+            send_cqe
+        );
+        (wc, rsp, &*rsp.queue)
+    };
+    if let Some(io) = queue.io.as_ref() {
+        io.release(queue, rsp);
+    }
+    if !is_success(wc) {
+        failed(queue, "SEND", wc);
+    }
+}
+
+/// `queue_response`: the nvmet core completed a request; send its data and response.
+///
+/// # Safety
+///
+/// `req` is the request of a response slot, passed to `nvmet_req_init` by [`Io::start`].
+pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
+    // SAFETY: see the function's safety section.
+    let rsp = unsafe { &*container_of!(req.cast::<Opaque<bindings::nvmet_req>>(), RspSlot, req) };
+    // SAFETY: the slot's queue outlives its requests.
+    let queue = unsafe { &*rsp.queue };
+    let Some(io) = queue.io.as_ref() else {
+        return;
+    };
+    // SAFETY: completing the request hands the slot back to this command's last steps.
+    let state = unsafe { rsp.state() };
+    // SAFETY: the request and its slot are ours; the work requests point into the slot;
+    // the QP is live while requests are outstanding.
+    unsafe {
+        let send = &mut *rsp.send_wr.get();
+        match state.invalidate {
+            Some(rkey) => {
+                send.opcode = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+                send.ex.invalidate_rkey = rkey;
+            }
+            None => send.opcode = bindings::ib_wr_opcode_IB_WR_SEND,
+        }
+        let failed_status = (*(*req).cqe).status != 0;
+        let data_out = !state.write && (*req).transfer_len > 0 && !state.in_capsule;
+        let first = if data_out && !failed_status && state.rw_live {
+            queue
+                .stats
+                .write_bytes
+                .fetch_add((*req).transfer_len as u64, Relaxed);
+            bindings::rdma_rw_ctx_wrs(
+                rsp.rw.get(),
+                io.qp,
+                io.port_num,
+                core::ptr::null_mut(),
+                send,
+            )
+        } else {
+            send
+        };
+        if io.post_recv(state.cmd).is_err() {
+            queue.close(c"receive post failure");
+        }
+        io.responses
+            .sync_range_for_device(rsp.index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
+        if bindings::rdma_rs_ib_post_send(io.qp, first, core::ptr::null_mut()) != 0 {
+            pr_err!("cannot post a response; ending the queue\n");
+            // The slot is reclaimed when the queue is released.
+            queue.close(c"send post failure");
+        }
+    }
+}

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A queue: one RDMA connection from a host, bound to one nvmet submission queue.
+//!
+//! The listener adopts a valid connect request and queues the setup (QP, buffers,
+//! receives, accept) on the transport's workqueue. Every teardown — the host
+//! disconnecting, a fatal error, `delete_ctrl`, the port going away, unload — marks the
+//! queue disconnecting and queues its release, which disconnects, waits for the nvmet
+//! core to finish the queue's requests, drains the QP and frees everything.
+
+use crate::command::Io;
+use crate::nvmet::SqCq;
+use crate::port::{Port, NO_RESOURCES};
+use crate::rdma::{
+    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Pd, PollContext, QpCaps, SocketAddr,
+};
+use crate::wire::ConnectData;
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use kernel::{
+    fmt, new_mutex, new_spinlock,
+    prelude::*,
+    sync::{Arc, ArcBorrow, Mutex, SetOnce, SpinLock},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
+};
+
+const CONNECTING: u8 = 0;
+const LIVE: u8 = 1;
+const DISCONNECTING: u8 = 2;
+
+/// What an operator wants to know about a queue (debugfs `queues`).
+#[derive(Default)]
+pub(crate) struct QueueStats {
+    /// Commands received and handed to the nvmet core.
+    pub(crate) commands: AtomicU64,
+    /// Bytes the target RDMA READ from the host (host-to-controller data).
+    pub(crate) read_bytes: AtomicU64,
+    /// Bytes the target RDMA WROTE to the host (controller-to-host data).
+    pub(crate) write_bytes: AtomicU64,
+    /// Commands whose data came in the capsule.
+    pub(crate) in_capsule: AtomicU64,
+    /// Times a command waited for send queue space.
+    pub(crate) sq_full_waits: AtomicU64,
+    /// Failed work completions and malformed capsules.
+    pub(crate) errors: AtomicU64,
+}
+
+/// One host connection; see the module documentation.
+#[pin_data]
+pub(crate) struct Queue {
+    #[pin]
+    pub(crate) nvmet: SqCq,
+    number: u32,
+    pub(crate) port: Arc<Port>,
+    pub(crate) data: ConnectData,
+    peer: SocketAddr,
+    local: SocketAddr,
+    /// RDMA READs the host lets us have outstanding.
+    initiator_depth: u8,
+    state: AtomicU8,
+    /// The adopted id, from the listener's handler to the setup work.
+    #[pin]
+    pending: Mutex<Option<CmId<Queue>>>,
+    /// The connected id (and QP); `None` before setup and after release.
+    #[pin]
+    id: Mutex<Option<CmId<Queue>>>,
+    /// Buffers and work request contexts, set up once before the accept.
+    pub(crate) io: SetOnce<Io>,
+    /// Response slots not in use.
+    #[pin]
+    pub(crate) free: SpinLock<KVec<u32>>,
+    /// Response slots waiting for send queue space, oldest first.
+    #[pin]
+    pub(crate) waiting: SpinLock<KVec<u32>>,
+    pub(crate) stats: QueueStats,
+    #[pin]
+    setup_work: Work<Queue, 1>,
+    #[pin]
+    release_work: Work<Queue, 2>,
+}
+
+impl_has_work! {
+    impl HasWork<Self, 1> for Queue { self.setup_work }
+    impl HasWork<Self, 2> for Queue { self.release_work }
+}
+
+impl Queue {
+    /// Takes a validated connect request on `port`: adopts it and queues the setup. If
+    /// that is impossible, rejects the request (no resources).
+    pub(crate) fn start(
+        port: &Arc<Port>,
+        data: ConnectData,
+        request: ConnectRequest<'_>,
+    ) -> Result {
+        let target = port.target().clone();
+        let number = target.next_queue_number();
+        let queue_port = port.clone();
+        let peer = request.peer();
+        let local = port.address();
+        let initiator_depth = request.initiator_depth();
+        let queue = Arc::pin_init(
+            try_pin_init!(Self {
+                nvmet <- SqCq::new(),
+                number,
+                port: queue_port,
+                data,
+                peer,
+                local,
+                initiator_depth,
+                state: AtomicU8::new(CONNECTING),
+                pending <- new_mutex!(None),
+                id <- new_mutex!(None),
+                io: SetOnce::new(),
+                free <- new_spinlock!(KVec::new()),
+                waiting <- new_spinlock!(KVec::new()),
+                stats: QueueStats::default(),
+                setup_work <- new_work!("Queue::setup_work"),
+                release_work <- new_work!("Queue::release_work"),
+            }),
+            GFP_KERNEL,
+        );
+        let queue = match queue.and_then(|q| target.add_queue(q.clone()).map(|()| q)) {
+            Ok(queue) => queue,
+            Err(e) => {
+                let _ = request.reject(&NO_RESOURCES.encode());
+                return Err(e);
+            }
+        };
+        let id = request.adopt(queue.clone());
+        *queue.pending.lock() = Some(id);
+        let _ = target.workqueue().queue().enqueue::<_, 1>(queue);
+        Ok(())
+    }
+
+    /// The queue that embeds `sq`.
+    ///
+    /// # Safety
+    ///
+    /// `sq` is the submission queue of a live `Queue`.
+    pub(crate) unsafe fn from_sq(sq: *mut crate::rdma::bindings::nvmet_sq) -> *const Queue {
+        // SAFETY: see the function's safety section.
+        let nvmet = unsafe { SqCq::from_sq(sq) };
+        // SAFETY: `nvmet` is the `nvmet` field of a `Queue`.
+        unsafe { kernel::container_of!(nvmet.cast_mut(), Queue, nvmet) }
+    }
+
+    /// Whether the queue came in through `port`.
+    pub(crate) fn is_on(&self, port: &Port) -> bool {
+        core::ptr::eq(&*self.port, port)
+    }
+
+    /// The host's address.
+    pub(crate) fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// The address the host connected to.
+    pub(crate) fn local_address(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Whether the queue is being torn down (commands are dropped).
+    pub(crate) fn is_disconnecting(&self) -> bool {
+        self.state.load(Relaxed) == DISCONNECTING
+    }
+
+    /// Starts the teardown: marks the queue disconnecting and queues its release. Takes
+    /// no lock, so completion callbacks in any context may call it.
+    pub(crate) fn close(&self, why: &CStr) {
+        if self.state.swap(DISCONNECTING, Relaxed) == DISCONNECTING {
+            return;
+        }
+        pr_debug!(
+            "queue {} closing ({})\n",
+            self.number,
+            why.to_str().unwrap_or("?")
+        );
+        // SAFETY: every `Queue` lives in an `Arc` (see `start`), and `self` is borrowed
+        // from it for this call.
+        let this: Arc<Self> = unsafe { ArcBorrow::from_raw(self) }.into();
+        let _ = this
+            .port
+            .target()
+            .workqueue()
+            .queue()
+            .enqueue::<_, 2>(this.clone());
+    }
+
+    /// A fatal transport error: ends the controller (which deletes its queues) or, before
+    /// the host's Connect installed one, this queue.
+    pub(crate) fn fatal_error(&self) {
+        self.stats.errors.fetch_add(1, Relaxed);
+        if !self.nvmet.fatal_error() {
+            self.close(c"transport error");
+        }
+    }
+
+    /// Creates the QP and buffers, posts the receives and accepts.
+    fn build(this: &Arc<Self>, id: &mut CmId<Queue>) -> Result {
+        let device = id.device().ok_or(ENODEV)?;
+        let data = &this.data;
+        let (send_sge, read_sge) = device.max_send_sges();
+        let caps = QpCaps {
+            send_wr: data.send_queue_size,
+            recv_wr: data.recv_queue_size,
+            send_sge: send_sge.max(read_sge),
+            recv_sge: 2,
+            rdma_ctxs: data.send_queue_size * crate::command::rw_mr_factor(device, id.port_num()),
+            vector: if data.qid == 0 {
+                0
+            } else {
+                this.number % device.completion_vectors()
+            },
+        };
+        let granted = id.create_qp(Pd::new(device, false)?, caps, PollContext::Workqueue)?;
+        let inline_size = if data.qid == 0 {
+            0
+        } else {
+            this.port.inline_size()
+        };
+        let io = Io::new(this, id, inline_size, granted)?;
+        let slots = io.response_slots() as usize;
+        let mut free = KVec::with_capacity(slots, GFP_KERNEL)?;
+        for slot in (0..io.response_slots()).rev() {
+            free.push(slot, GFP_KERNEL)?;
+        }
+        let mut waiting = KVec::with_capacity(slots, GFP_KERNEL)?;
+        // Both lists keep their capacity: completions never allocate.
+        core::mem::swap(&mut *this.free.lock(), &mut free);
+        core::mem::swap(&mut *this.waiting.lock(), &mut waiting);
+        if !this.io.populate(io) {
+            return Err(EBUSY);
+        }
+        let io = this.io.as_ref().ok_or(EINVAL)?;
+        for cmd in 0..data.recv_queue_size {
+            io.post_recv(cmd)?;
+        }
+        id.accept_with_depth(&data.accept_data(), Some(this.initiator_depth))
+    }
+
+    /// debugfs `queues`: one line for this queue.
+    pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state.load(Relaxed) {
+            CONNECTING => "connecting",
+            LIVE => "live",
+            _ => "disconnecting",
+        };
+        let s = &self.stats;
+        writeln!(
+            f,
+            "queue {} port {} qid {} host {} {} depth {}/{} commands {} read_bytes {} \
+             write_bytes {} in_capsule {} sq_full_waits {} errors {}",
+            self.number,
+            self.port.id(),
+            self.data.qid,
+            self.peer,
+            state,
+            self.data.recv_queue_size,
+            self.data.send_queue_size,
+            s.commands.load(Relaxed),
+            s.read_bytes.load(Relaxed),
+            s.write_bytes.load(Relaxed),
+            s.in_capsule.load(Relaxed),
+            s.sq_full_waits.load(Relaxed),
+            s.errors.load(Relaxed),
+        )
+    }
+}
+
+/// `delete_ctrl`: disconnects the queues of controller `ctrl`.
+pub(crate) fn delete_ctrl(ctrl: *const core::ffi::c_void) {
+    if let Some(target) = crate::target::Target::get() {
+        target.close_queues(|queue| queue.nvmet.ctrl() == ctrl);
+    }
+}
+
+impl CmHandler for Queue {
+    fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
+        match event.kind() {
+            CmEventKind::Established => {
+                let _ = this
+                    .state
+                    .compare_exchange(CONNECTING, LIVE, Relaxed, Relaxed);
+            }
+            CmEventKind::Disconnected
+            | CmEventKind::TimewaitExit
+            | CmEventKind::DeviceRemoval
+            | CmEventKind::AddrChange
+            | CmEventKind::Rejected
+            | CmEventKind::Unreachable
+            | CmEventKind::ConnectError => this.close(event.name()),
+            _ => {}
+        }
+    }
+}
+
+impl WorkItem<1> for Queue {
+    type Pointer = Arc<Queue>;
+
+    /// Sets the queue up and accepts it, or rejects and releases it.
+    fn run(this: Arc<Queue>) {
+        let Some(mut id) = this.pending.lock().take() else {
+            return;
+        };
+        // Held through the accept, so the release waits for a setup in progress.
+        let mut guard = this.id.lock();
+        match Self::build(&this, &mut id) {
+            Ok(()) => {
+                this.port.stats.connects.fetch_add(1, Relaxed);
+                *guard = Some(id);
+            }
+            Err(e) => {
+                pr_err!(
+                    "queue {} from {}: setup failed: {:?}; rejecting\n",
+                    this.number,
+                    this.peer,
+                    e
+                );
+                this.port.stats.rejects.fetch_add(1, Relaxed);
+                let _ = id.reject(&NO_RESOURCES.encode());
+                *guard = Some(id);
+                drop(guard);
+                this.close(c"setup failure");
+            }
+        }
+    }
+}
+
+impl WorkItem<2> for Queue {
+    type Pointer = Arc<Queue>;
+
+    /// Disconnects, lets the nvmet core finish the queue's requests, drains the QP,
+    /// reclaims what is still in flight and frees everything; then leaves the list.
+    fn run(this: Arc<Queue>) {
+        this.state.store(DISCONNECTING, Relaxed);
+        let pending = this.pending.lock().take();
+        drop(pending);
+        let id = this.id.lock().take();
+        if let Some(id) = &id {
+            let _ = id.disconnect();
+        }
+        // Waits for every request: those in RDMA are flushed by the disconnect.
+        this.nvmet.destroy();
+        if let Some(id) = &id {
+            id.shut_down();
+        }
+        if let Some(io) = this.io.as_ref() {
+            io.reclaim();
+        }
+        drop(id);
+        this.port.target().remove_queue(&this);
+    }
+}

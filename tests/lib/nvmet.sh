@@ -1,0 +1,272 @@
+# NVMe-oF target set-up through configfs, as an administrator types it, for guest tests.
+# usage (from a tests/vm script, after scripts/guest/lib.sh):
+#   nvmet_target TRANSPORT_MODULE ADDRESS [PORT_ID [ADRFAM [SERVICE]]]
+#   nvmet_namespace NQN NSID DEVICE_PATH
+# shellcheck shell=bash
+
+NVMET=/sys/kernel/config/nvmet
+NQN=nqn.2026-11.io.rdma-rs:test
+
+# nvmet_load TRANSPORT_MODULE: the nvmet core, the given RDMA transport, the host side.
+nvmet_load() {
+	modprobe nvmet
+	modprobe "$1"
+	modprobe nvme-rdma
+}
+
+# nvmet_subsystem NQN: a subsystem any host may connect to.
+nvmet_subsystem() {
+	mkdir "$NVMET/subsystems/$1"
+	echo 1 >"$NVMET/subsystems/$1/attr_allow_any_host"
+}
+
+# nvmet_namespace NQN NSID DEVICE_PATH: an enabled namespace.
+nvmet_namespace() {
+	local ns="$NVMET/subsystems/$1/namespaces/$2"
+	mkdir "$ns"
+	echo -n "$3" >"$ns/device_path"
+	echo 1 >"$ns/enable"
+}
+
+# nvmet_port ID ADRFAM ADDRESS SERVICE: an RDMA port (not yet linked).
+nvmet_port() {
+	local port="$NVMET/ports/$1"
+	mkdir "$port"
+	echo rdma >"$port/addr_trtype"
+	echo "$2" >"$port/addr_adrfam"
+	echo "$3" >"$port/addr_traddr"
+	echo "$4" >"$port/addr_trsvcid"
+}
+
+# nvmet_link PORT_ID NQN: exposes the subsystem on the port (this enables the port).
+nvmet_link() {
+	ln -s "$NVMET/subsystems/$2" "$NVMET/ports/$1/subsystems/$2"
+}
+
+# nvmet_unlink PORT_ID NQN
+nvmet_unlink() {
+	rm "$NVMET/ports/$1/subsystems/$2"
+}
+
+# nvmet_clear: removes every port, subsystem and namespace.
+nvmet_clear() {
+	local p s n
+	for p in "$NVMET"/ports/*; do
+		[ -d "$p" ] || continue
+		for s in "$p"/subsystems/*; do [ -L "$s" ] && rm "$s"; done
+		rmdir "$p"
+	done
+	for s in "$NVMET"/subsystems/*; do
+		[ -d "$s" ] || continue
+		for n in "$s"/namespaces/*; do [ -d "$n" ] && rmdir "$n"; done
+		rmdir "$s"
+	done
+}
+
+# host_ctrl NQN: the host controller connected to subsystem NQN (nvme0, ...), if any.
+host_ctrl() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$1" ] && [ "$(cat "$c/state" 2>/dev/null)" = live ] && { basename "$c"; return 0; }
+	done
+	return 1
+}
+
+# ns_dev CTRL NSID: the block device of namespace NSID of host controller CTRL (block
+# names count namespaces in the order the host found them, not by NSID).
+ns_dev() {
+	local b
+	for b in /sys/block/"$1"n*; do
+		[ "$(cat "$b/nsid" 2>/dev/null)" = "$2" ] && { echo "/dev/$(basename "$b")"; return 0; }
+	done
+	return 1
+}
+
+# host_connect ADDRESS SERVICE [nvme connect options...]: connects to $NQN and waits for
+# namespace 1's block device; prints its path.
+host_connect() {
+	local addr=$1 svc=$2
+	shift 2
+	nvme connect -t rdma -n "$NQN" -a "$addr" -s "$svc" "$@" >/dev/null || fail "nvme connect $addr $svc $* failed"
+	wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; c=\$(host_ctrl $NQN) && ns_dev \$c 1 >/dev/null"
+	local dev
+	dev=$(ns_dev "$(host_ctrl "$NQN")" 1)
+	wait_until 10 test -b "$dev"
+	echo "$dev"
+}
+
+# host_disconnect: disconnects the host from the test subsystem.
+host_disconnect() {
+	nvme disconnect -n "$NQN" >/dev/null || fail "nvme disconnect failed"
+	wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
+}
+
+# fio_verify DEVICE NAME [fio options...]: a fio job that writes with crc32c checksums
+# and reads everything back verified; fails on any error.
+fio_verify() {
+	local dev=$1 name=$2
+	shift 2
+	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=terse \
+		--minimal "$@" >"/tmp/fio-$name.out" 2>&1 || { cat "/tmp/fio-$name.out"; fail "fio $name failed"; }
+	local errors
+	errors=$(awk -F';' '{print $5}' "/tmp/fio-$name.out" | head -1)
+	[ "$errors" = 0 ] || { cat "/tmp/fio-$name.out"; fail "fio $name: $errors errors"; }
+}
+
+# log_prefix TRANSPORT_MODULE: the module's name as its log lines start.
+log_prefix() { echo "${1//-/_}"; }
+
+# fio_verify_only DEVICE NAME [fio options...]: reads back what fio_verify NAME wrote
+# with the same options, checking every block.
+fio_verify_only() {
+	local dev=$1 name=$2
+	shift 2
+	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
+		--verify=crc32c --verify_only --verify_fatal=1 --output-format=terse \
+		--minimal "$@" >"/tmp/fio-$name-verify.out" 2>&1 || { cat "/tmp/fio-$name-verify.out"; fail "fio verify-only $name failed"; }
+}
+
+# nvmet_io_test TRANSPORT_MODULE PROVIDER: the I/O suite over one RDMA provider.
+nvmet_io_test() {
+	local transport=$1 provider=$2 ip=$RRS_IP4_A
+	local prefix
+	prefix=$(log_prefix "$transport")
+	kmemleak_start
+	veth_setup
+	rdma_link_add "${provider}0" "$provider" veth0
+	nvmet_load "$transport"
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+	truncate -s 64M /tmp/ns2.img
+
+	step "configfs: a subsystem with a null_blk and a file namespace, an RDMA port"
+	nvmet_subsystem "$NQN"
+	nvmet_namespace "$NQN" 1 /dev/nullb0
+	nvmet_namespace "$NQN" 2 /tmp/ns2.img
+	nvmet_port 1 ipv4 "$ip" 4420
+	nvmet_link 1 "$NQN"
+	assert_dmesg "$prefix: enabling port 1 \($ip:4420\)"
+
+	step "nvme discover lists the subsystem"
+	nvme discover -t rdma -a "$ip" -s 4420 >/tmp/discover.out || fail "nvme discover failed"
+	grep -q "subnqn: *$NQN" /tmp/discover.out || { cat /tmp/discover.out; fail "discovery log lacks $NQN"; }
+	grep -q "traddr: *$ip" /tmp/discover.out || fail "discovery log lacks traddr $ip"
+
+	step "nvme connect (default queues), nvme list"
+	local dev ctrl
+	dev=$(host_connect "$ip" 4420)
+	ctrl=$(host_ctrl "$NQN")
+	nvme list | tee /tmp/list.out
+	grep -q "$dev" /tmp/list.out || fail "nvme list does not show $dev"
+	[ "$(cat "/sys/class/nvme/$ctrl/transport")" = rdma ] || fail "controller transport is not rdma"
+
+	step "fio with crc32c verify: in-capsule and keyed, 512 B to 1 MiB, depth 1 to 128"
+	fio_verify "$dev" incapsule4k --rw=randwrite --bs=4k --iodepth=16 --size=4M
+	fio_verify "$dev" keyed128k --rw=write --bs=128k --iodepth=4 --size=8M --offset=8M
+	fio_verify "$dev" mixed --rw=randwrite --bssplit=512/20:4k/30:64k/30:1m/20 --iodepth=32 --size=16M --offset=16M
+	fio_verify "$dev" qd1 --rw=randwrite --bs=8k --iodepth=1 --size=1M --offset=32M
+	fio_verify "$dev" qd128 --rw=randwrite --bs=16k --iodepth=128 --size=8M --offset=40M
+	fio_verify "$dev" seqread --rw=write --bs=1m --iodepth=8 --size=8M --offset=48M
+	fio_verify_only "$dev" seqread --rw=read --bs=1m --iodepth=8 --size=8M --offset=48M
+
+	step "file namespace: 4 KiB blocks verify, 512 B I/O is refused"
+	local ns2
+	ns2=$(ns_dev "$ctrl" 2) || fail "no block device for namespace 2"
+	wait_until 10 test -b "$ns2"
+	[ "$(cat "/sys/block/${ns2#/dev/}/queue/logical_block_size")" = 4096 ] || fail "$ns2 does not have 4 KiB blocks"
+	fio_verify "$ns2" file4k --rw=randwrite --bs=4k --iodepth=8 --size=4M
+	if dd if=/dev/zero of="$ns2" bs=512 count=1 oflag=direct 2>/dev/null; then fail "512 B direct write to $ns2 succeeded"; fi
+
+	step "disconnect; the data is still there after a reconnect"
+	host_disconnect
+	dev=$(host_connect "$ip" 4420 --nr-io-queues=1 --queue-size=32)
+	fio_verify_only "$dev" seqread --rw=read --bs=1m --iodepth=8 --size=8M --offset=48M
+	fio_verify_only "$dev" keyed128k --rw=write --bs=128k --iodepth=4 --size=8M --offset=8M
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		cat /sys/kernel/debug/nvmet_rdma_rs/queues
+		[ "$(grep -c 'qid [1-9]' /sys/kernel/debug/nvmet_rdma_rs/queues)" = 1 ] || fail "--nr-io-queues=1 did not make one I/O queue"
+		grep -q "qid 1 .* depth 32/32" /sys/kernel/debug/nvmet_rdma_rs/queues || fail "--queue-size=32 did not make a 32-deep queue"
+	fi
+	host_disconnect
+
+	step "tear down and unload"
+	nvmet_clear
+	modprobe -r nvme-rdma
+	rmmod "$transport"
+	rdma_link_delete "${provider}0"
+	kmemleak_check
+	echo "nvmet-io $transport over $provider: ok"
+}
+
+# nvmet_lifecycle_test TRANSPORT_MODULE: connect cycles, a port removed under a connected
+# host, a second port on IPv6, bad port settings, unload; over rxe.
+nvmet_lifecycle_test() {
+	local transport=$1 ip=$RRS_IP4_A ip6=$RRS_IP6_A cycles=${NVMET_CYCLES:-50}
+	local prefix
+	prefix=$(log_prefix "$transport")
+	kmemleak_start
+	veth_setup
+	rdma_link_add rxe0 rxe veth0
+	nvmet_load "$transport"
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+	nvmet_subsystem "$NQN"
+	nvmet_namespace "$NQN" 1 /dev/nullb0
+	nvmet_port 1 ipv4 "$ip" 4420
+	nvmet_link 1 "$NQN"
+
+	step "$cycles connect/disconnect cycles"
+	local i dev
+	for ((i = 1; i <= cycles; i++)); do
+		dev=$(host_connect "$ip" 4420 --nr-io-queues=$((i % 2 + 1)) --queue-size=16)
+		dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "cycle $i: no I/O"
+		host_disconnect
+	done
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		wait_until 20 sh -c "! grep -q . /sys/kernel/debug/nvmet_rdma_rs/queues"
+		# An admin queue each time, and two I/O queues in odd cycles, one in even ones.
+		grep -q "connects $((cycles + (cycles + 1) / 2 * 2 + cycles / 2)) " /sys/kernel/debug/nvmet_rdma_rs/ports ||
+			{ cat /sys/kernel/debug/nvmet_rdma_rs/ports; fail "ports does not count the connections"; }
+	fi
+
+	step "a second port on IPv6 serves the same subsystem"
+	nvmet_port 2 ipv6 "$ip6" 4421
+	nvmet_link 2 "$NQN"
+	assert_dmesg "$prefix: enabling port 2 \(\[$ip6\]:4421\)"
+	dev=$(host_connect "$ip6" 4421)
+	fio_verify "$dev" ipv6 --rw=randwrite --bs=4k --iodepth=8 --size=2M
+	host_disconnect
+
+	step "a port removed while a host is connected: its queues go, the host sees errors"
+	dev=$(host_connect "$ip" 4420 --reconnect-delay=1 --ctrl-loss-tmo=5)
+	fio --name=cut --filename="$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+		--iodepth=8 --time_based --runtime=30 --output=/dev/null >/dev/null 2>&1 &
+	local fio_pid=$!
+	sleep 3
+	nvmet_unlink 1 "$NQN"
+	rmdir "$NVMET/ports/1"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		wait_until 20 sh -c "! grep -q 'port 1 ' /sys/kernel/debug/nvmet_rdma_rs/queues"
+	fi
+	wait "$fio_pid" || true
+	nvme disconnect -n "$NQN" >/dev/null 2>&1 || true
+	wait_until 30 sh -c "! ls /sys/class/nvme | grep -q nvme"
+
+	step "bad port settings are refused when the port is enabled"
+	nvmet_port 3 ipv4 "$ip6" 4422
+	if ln -s "$NVMET/subsystems/$NQN" "$NVMET/ports/3/subsystems/$NQN" 2>/dev/null; then
+		fail "a port with an IPv6 address as ipv4 was enabled"
+	fi
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		assert_dmesg "$prefix: port 3: needs addr_adrfam ipv4 or ipv6, a matching addr_traddr"
+	fi
+	rmdir "$NVMET/ports/3"
+
+	step "the module cannot go while a port is enabled; it can once all are gone"
+	if rmmod "$transport" 2>/dev/null; then fail "$transport unloaded with port 2 enabled"; fi
+	nvmet_clear
+	modprobe -r nvme-rdma
+	rmmod "$transport"
+	rdma_link_delete rxe0
+	kmemleak_check
+	echo "nvmet-lifecycle $transport: ok"
+}

@@ -1,0 +1,44 @@
+#!/bin/bash
+# How the transport registers: it refuses to load next to the C nvmet-rdma (one transport
+# per type) with a clear message; without the C module around, linking an rdma port is
+# all it takes, since the nvmet core loads "nvmet-transport-1", our alias.
+. "$RRS_REPO/scripts/guest/lib.sh"
+. "$RRS_REPO/tests/lib/nvmet.sh"
+
+kmemleak_start
+veth_setup
+rdma_link_add rxe0 rxe veth0
+modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+
+step "loading next to the C transport fails, naming the conflict"
+modprobe nvmet
+modprobe nvmet-rdma
+if modprobe nvmet_rdma_rs 2>/dev/null; then fail "nvmet_rdma_rs loaded next to nvmet_rdma"; fi
+assert_dmesg "nvmet_rdma_rs: another NVMe-oF RDMA transport is registered \(is nvmet_rdma loaded\?\)"
+rmmod nvmet-rdma
+
+step "the alias: linking a port loads the transport"
+modinfo -F alias nvmet_rdma_rs | grep -qx "nvmet-transport-1" || fail "no nvmet-transport-1 alias"
+# This guest's module tree without the C transport, so the alias has one answer.
+kver=$(uname -r)
+find "/run/modroot/lib/modules/$kver" -name 'nvmet-rdma.ko*' -delete
+depmod -b /run/modroot -a "$kver"
+nvmet_subsystem "$NQN"
+nvmet_namespace "$NQN" 1 /dev/nullb0
+nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+[ ! -d /sys/module/nvmet_rdma_rs ] || fail "nvmet_rdma_rs loaded too early"
+nvmet_link 1 "$NQN"
+[ -d /sys/module/nvmet_rdma_rs ] || fail "linking the port did not load nvmet_rdma_rs"
+assert_dmesg "nvmet_rdma_rs: enabling port 1 \($RRS_IP4_A:4420\)"
+modprobe nvme-rdma
+dev=$(host_connect "$RRS_IP4_A" 4420)
+fio_verify "$dev" alias --rw=randwrite --bs=4k --iodepth=4 --size=1M
+host_disconnect
+
+step "unload"
+nvmet_clear
+modprobe -r nvme-rdma
+rmmod nvmet_rdma_rs
+rdma_link_delete rxe0
+kmemleak_check
+echo "nvmet-registration: ok"
