@@ -6,20 +6,8 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-apt_dir=$CACHE_DIR/apt
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$CACHE_DIR/src"
-
-apt_private() {
-	apt-get -q \
-		-o Dir::Etc::SourceList="$apt_dir/sources.list" \
-		-o Dir::Etc::SourceParts=- \
-		-o Dir::State::Lists="$apt_dir/lists" \
-		-o Dir::Cache::Archives="$apt_dir/archives" \
-		-o Dir::Cache::pkgcache="$apt_dir/pkgcache.bin" \
-		-o Dir::Cache::srcpkgcache="$apt_dir/srcpkgcache.bin" \
-		-o APT::Get::List-Cleanup=0 \
-		"$@"
-}
+apt_dir=$APT_PRIVATE_DIR
+mkdir -p "$CACHE_DIR/src"
 
 find_tree() {
 	local v=$1
@@ -32,13 +20,7 @@ if tree=$(find_tree "$KERNEL_PKG_VERSION"); then
 	exit 0
 fi
 
-cat >"$apt_dir/sources.list" <<SRC
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $KERNEL_APT_SUITE main
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main
-SRC
-
-log "updating private apt lists in $apt_dir"
-apt_private update >&2
+apt_private_update
 
 version=$KERNEL_PKG_VERSION
 available=$(apt-cache -o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=- \

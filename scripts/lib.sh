@@ -20,3 +20,29 @@ export LIBCLANG_PATH=$LIBCLANG_DIR
 
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# A private apt configuration for Debian unstable (the kernel source, nvmetcli): it only
+# downloads into the cache; the system's sources and packages are never touched.
+APT_PRIVATE_DIR=$CACHE_DIR/apt
+apt_private() {
+	apt-get -q \
+		-o Dir::Etc::SourceList="$APT_PRIVATE_DIR/sources.list" \
+		-o Dir::Etc::SourceParts=- \
+		-o Dir::State::Lists="$APT_PRIVATE_DIR/lists" \
+		-o Dir::Cache::Archives="$APT_PRIVATE_DIR/archives" \
+		-o Dir::Cache::pkgcache="$APT_PRIVATE_DIR/pkgcache.bin" \
+		-o Dir::Cache::srcpkgcache="$APT_PRIVATE_DIR/srcpkgcache.bin" \
+		-o APT::Get::List-Cleanup=0 \
+		"$@"
+}
+
+# apt_private_update: writes the private sources and refreshes their lists.
+apt_private_update() {
+	mkdir -p "$APT_PRIVATE_DIR/lists/partial" "$APT_PRIVATE_DIR/archives/partial"
+	cat >"$APT_PRIVATE_DIR/sources.list" <<SRC
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $KERNEL_APT_SUITE main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main
+SRC
+	log "updating private apt lists in $APT_PRIVATE_DIR"
+	apt_private update >&2
+}

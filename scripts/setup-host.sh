@@ -41,4 +41,6 @@ if [ ! -e "$LIBCLANG_DIR/libclang.so" ]; then
 		--target "$LIBCLANG_PREFIX" "libclang==$LIBCLANG_VERSION"
 fi
 
+"$(dirname "$0")/install-nvmetcli.sh"
+
 log "host set-up complete (libclang: $LIBCLANG_DIR)"
