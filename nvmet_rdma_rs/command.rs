@@ -563,6 +563,26 @@ fn direction(write: bool) -> u32 {
     }
 }
 
+/// The completion a CQ callback got, and the slot (of type `$slot`) whose `ib_cqe` field
+/// `$field` the work request carried, with the slot's queue.
+///
+/// Used in the callbacks, which the RDMA core calls with a valid completion of a work
+/// request this file posted; slots and their queue live until the queue is drained.
+macro_rules! completed_slot {
+    ($wc:expr, $slot:ty, $field:ident) => {{
+        // SAFETY: see the macro's documentation: `wr_cqe` is the `$field` of a `$slot`.
+        unsafe {
+            let wc = &*$wc;
+            let cqe = wc
+                .__bindgen_anon_1
+                .wr_cqe
+                .cast::<Opaque<bindings::ib_cqe>>();
+            let slot = &*container_of!(cqe, $slot, $field);
+            (wc, slot, &*slot.queue)
+        }
+    }};
+}
+
 /// Logs a failed work completion (flushes are teardown, quiet) and ends the queue.
 fn failed(queue: &Queue, what: &str, wc: &bindings::ib_wc) {
     if wc.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR {
@@ -589,19 +609,7 @@ fn is_success(wc: &bindings::ib_wc) -> bool {
 ///
 /// Called by the RDMA core for a receive posted by [`Io::post_recv`].
 unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: the core passes a valid completion whose `wr_cqe` is a receive slot's `cqe`;
-    // the slot and its queue live until the queue is drained.
-    let (wc, slot, queue) = unsafe {
-        let wc = &*wc;
-        let slot = &*container_of!(
-            wc.__bindgen_anon_1
-                .wr_cqe
-                .cast::<Opaque<bindings::ib_cqe>>(),
-            CmdSlot,
-            cqe
-        );
-        (wc, slot, &*slot.queue)
-    };
+    let (wc, slot, queue) = completed_slot!(wc, CmdSlot, cqe);
     if !is_success(wc) {
         failed(queue, "RECV", wc);
         return;
@@ -634,18 +642,7 @@ unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_
 ///
 /// Called by the RDMA core for an `rdma_rw` context posted by [`Io::execute`].
 unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: as in `recv_done`, for a response slot's `read_cqe`.
-    let (wc, rsp, queue) = unsafe {
-        let wc = &*wc;
-        let rsp = &*container_of!(
-            wc.__bindgen_anon_1
-                .wr_cqe
-                .cast::<Opaque<bindings::ib_cqe>>(),
-            RspSlot,
-            read_cqe
-        );
-        (wc, rsp, &*rsp.queue)
-    };
+    let (wc, rsp, queue) = completed_slot!(wc, RspSlot, read_cqe);
     let Some(io) = queue.io.as_ref() else {
         return;
     };
@@ -705,18 +702,7 @@ impl Io {
 ///
 /// Called by the RDMA core for a send posted by [`queue_response`].
 unsafe extern "C" fn send_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: as in `recv_done`, for a response slot's `send_cqe`.
-    let (wc, rsp, queue) = unsafe {
-        let wc = &*wc;
-        let rsp = &*container_of!(
-            wc.__bindgen_anon_1
-                .wr_cqe
-                .cast::<Opaque<bindings::ib_cqe>>(),
-            RspSlot,
-            send_cqe
-        );
-        (wc, rsp, &*rsp.queue)
-    };
+    let (wc, rsp, queue) = completed_slot!(wc, RspSlot, send_cqe);
     if let Some(io) = queue.io.as_ref() {
         io.release(queue, rsp);
     }

@@ -12,6 +12,7 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
 /// `NVMET_RDMA_DEFAULT_INLINE_DATA_SIZE`: one page.
@@ -46,6 +47,13 @@ pub(crate) struct Port {
     #[pin]
     listener: Mutex<Option<CmId<Listener>>>,
     pub(crate) stats: PortStats,
+    /// Closes the listener when its device goes away (RDMA CM waits for that).
+    #[pin]
+    device_gone: Work<Port>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Port { self.device_gone }
 }
 
 /// The listening id's handler.
@@ -97,6 +105,7 @@ impl Port {
                 target: port_target,
                 listener <- new_mutex!(None),
                 stats: PortStats::default(),
+                device_gone <- new_work!("Port::device_gone"),
             }),
             GFP_KERNEL,
         )?;
@@ -158,11 +167,11 @@ impl Port {
 impl CmHandler for Listener {
     fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
         match event.kind() {
-            CmEventKind::DeviceRemoval => pr_warn!(
-                "port {}: the listener's device is going away; re-enable the port to listen \
-                 again\n",
-                this.port.id
-            ),
+            CmEventKind::DeviceRemoval => {
+                // The id cannot be destroyed from its own handler: a work item does it.
+                let port = this.port.clone();
+                let _ = port.target.workqueue().queue().enqueue(port.clone());
+            }
             kind => pr_info!("port {}: listener event {:?}\n", this.port.id, kind),
         }
     }
@@ -186,6 +195,23 @@ impl CmHandler for Listener {
         if let Err(e) = Queue::start(port, data, request) {
             pr_err!("port {}: cannot take a connection: {:?}\n", port.id, e);
             port.stats.rejects.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+impl WorkItem for Port {
+    type Pointer = Arc<Port>;
+
+    /// The listener's device went away: close the listener.
+    fn run(this: Arc<Port>) {
+        let listener = this.listener.lock().take();
+        if listener.is_some() {
+            drop(listener);
+            pr_warn!(
+                "port {}: its RDMA device went away; the listener is closed: re-enable the \
+                 port to listen again\n",
+                this.id
+            );
         }
     }
 }

@@ -95,7 +95,7 @@ impl Queue {
         let number = target.next_queue_number();
         let queue_port = port.clone();
         let peer = request.peer();
-        let local = port.address();
+        let local = request.local();
         let initiator_depth = request.initiator_depth();
         let queue = Arc::pin_init(
             try_pin_init!(Self {

@@ -147,6 +147,18 @@ impl ConnectRequest<'_> {
         peer_of(self.id)
     }
 
+    /// The local address the request came in on (a listener on the wildcard address
+    /// learns the real one here).
+    pub(crate) fn local(&self) -> SocketAddr {
+        // SAFETY: the id is live for the handler call; its source address is a
+        // `sockaddr_storage`.
+        unsafe {
+            SocketAddr::from_raw(core::ptr::from_ref(
+                &(*self.id.as_ptr()).route.addr.src_addr,
+            ))
+        }
+    }
+
     /// How many RDMA READs the requester lets this side have outstanding at once (its
     /// responder resources, as the CM presents them to the passive side).
     pub(crate) fn initiator_depth(&self) -> u8 {

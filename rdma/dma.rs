@@ -201,28 +201,26 @@ impl DmaBuf {
 
     /// Takes `len` bytes at `offset` back from the device before the CPU reads them.
     pub(crate) fn sync_range_for_cpu(&self, offset: usize, len: usize) {
-        if offset.checked_add(len).is_none_or(|end| end > self.0.len) || len == 0 {
-            return;
-        }
-        // SAFETY: the mapping is live (type invariant); the range lies inside it.
-        unsafe {
-            bindings::rdma_rs_ib_dma_sync_single_for_cpu(
-                self.0.device,
-                self.0.dma + offset as u64,
-                len,
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
-            )
-        };
+        self.sync_range(offset, len, false);
     }
 
     /// Hands `len` bytes at `offset` to the device after the CPU wrote them.
     pub(crate) fn sync_range_for_device(&self, offset: usize, len: usize) {
+        self.sync_range(offset, len, true);
+    }
+
+    fn sync_range(&self, offset: usize, len: usize, for_device: bool) {
         if offset.checked_add(len).is_none_or(|end| end > self.0.len) || len == 0 {
             return;
         }
+        let sync = if for_device {
+            bindings::rdma_rs_ib_dma_sync_single_for_device
+        } else {
+            bindings::rdma_rs_ib_dma_sync_single_for_cpu
+        };
         // SAFETY: the mapping is live (type invariant); the range lies inside it.
         unsafe {
-            bindings::rdma_rs_ib_dma_sync_single_for_device(
+            sync(
                 self.0.device,
                 self.0.dma + offset as u64,
                 len,
@@ -232,27 +230,11 @@ impl DmaBuf {
     }
 
     fn sync_for_cpu(&self) {
-        // SAFETY: the mapping is live (type invariant of `Mapping`).
-        unsafe {
-            bindings::rdma_rs_ib_dma_sync_single_for_cpu(
-                self.0.device,
-                self.0.dma,
-                self.0.len,
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
-            )
-        };
+        self.sync_range(0, self.0.len, false);
     }
 
     fn sync_for_device(&self) {
-        // SAFETY: the mapping is live (type invariant of `Mapping`).
-        unsafe {
-            bindings::rdma_rs_ib_dma_sync_single_for_device(
-                self.0.device,
-                self.0.dma,
-                self.0.len,
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
-            )
-        };
+        self.sync_range(0, self.0.len, true);
     }
 }
 

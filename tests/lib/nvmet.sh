@@ -217,8 +217,15 @@ nvmet_lifecycle_test() {
 	step "$cycles connect/disconnect cycles"
 	local i dev
 	for ((i = 1; i <= cycles; i++)); do
-		dev=$(host_connect "$ip" 4420 --nr-io-queues=$((i % 2 + 1)) --queue-size=16)
-		dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "cycle $i: no I/O"
+		if ((i % 10 == 0)); then
+			# Every tenth time, I/O too.
+			dev=$(host_connect "$ip" 4420 --nr-io-queues=$((i % 2 + 1)) --queue-size=16)
+			dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "cycle $i: no I/O"
+		else
+			nvme connect -t rdma -n "$NQN" -a "$ip" -s 4420 --nr-io-queues=$((i % 2 + 1)) \
+				--queue-size=16 >/dev/null || fail "cycle $i: nvme connect failed"
+			wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
+		fi
 		host_disconnect
 	done
 	if [ "$transport" = nvmet_rdma_rs ]; then
@@ -235,6 +242,17 @@ nvmet_lifecycle_test() {
 	dev=$(host_connect "$ip6" 4421)
 	fio_verify "$dev" ipv6 --rw=randwrite --bs=4k --iodepth=8 --size=2M
 	host_disconnect
+
+	step "a port on the wildcard address: discovery names the address the host reached"
+	nvmet_port 4 ipv4 0.0.0.0 4423
+	nvmet_link 4 "$NQN"
+	nvme discover -t rdma -a "$ip" -s 4423 >/tmp/discover4.out || fail "discover on the wildcard port failed"
+	grep -A10 "portid: *4$" /tmp/discover4.out | grep -q "traddr: *$ip$" || { cat /tmp/discover4.out; fail "wildcard port's entry does not name $ip"; }
+	dev=$(host_connect "$ip" 4423)
+	dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "no I/O through the wildcard port"
+	host_disconnect
+	nvmet_unlink 4 "$NQN"
+	rmdir "$NVMET/ports/4"
 
 	step "a port removed while a host is connected: its queues go, the host sees errors"
 	dev=$(host_connect "$ip" 4420 --reconnect-delay=1 --ctrl-loss-tmo=5)
