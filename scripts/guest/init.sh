@@ -34,9 +34,10 @@ for ko in "$RRS_REPO"/rdma_server/*.ko "$RRS_REPO"/rdma_client/*.ko "$RRS_REPO"/
 	[ -f "$ko" ] && cp "$ko" "$modroot/lib/modules/$kver/extra/"
 done
 depmod -b "$modroot" -a "$kver"
-for tool in modprobe modinfo; do
-	printf '#!/bin/sh\nexec /usr/sbin/%s -d %s "$@"\n' "$tool" "$modroot" >"/run/rrs-bin/$tool"
-	chmod +x "/run/rrs-bin/$tool"
+# (modprobe calls the tree's root -d, modinfo -b)
+for tool in "modprobe -d" "modinfo -b"; do
+	printf '#!/bin/sh\nexec /usr/sbin/%s %s "$@"\n' "$tool" "$modroot" >"/run/rrs-bin/${tool% *}"
+	chmod +x "/run/rrs-bin/${tool% *}"
 done
 export PATH=/run/rrs-bin:$PATH
 echo /run/rrs-bin/modprobe >/proc/sys/kernel/modprobe
