@@ -93,16 +93,21 @@ impl kernel::Module for NvmetRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let devices = DEVICE_LOG.register()?;
         let target = Target::install()?;
-        let registration = nvmet::Registration::new(module)?;
-        let dir = Dir::new(c"nvmet_rdma_rs");
-        let ports = KBox::pin_init(
-            dir.read_callback_file(c"ports", target.clone(), &show_ports),
-            GFP_KERNEL,
-        )?;
-        let queues = KBox::pin_init(
-            dir.read_callback_file(c"queues", target.clone(), &show_queues),
-            GFP_KERNEL,
-        )?;
+        // Until the module is loaded, a failure leaves nothing installed.
+        let loaded = (|| -> Result<_> {
+            let registration = nvmet::Registration::new(module)?;
+            let dir = Dir::new(c"nvmet_rdma_rs");
+            let ports = KBox::pin_init(
+                dir.read_callback_file(c"ports", target.clone(), &show_ports),
+                GFP_KERNEL,
+            )?;
+            let queues = KBox::pin_init(
+                dir.read_callback_file(c"queues", target.clone(), &show_queues),
+                GFP_KERNEL,
+            )?;
+            Ok((registration, dir, ports, queues))
+        })();
+        let (registration, dir, ports, queues) = loaded.inspect_err(|_| Target::uninstall())?;
         pr_info!("registered as the NVMe-oF RDMA transport\n");
         Ok(Self {
             _ports: ports,

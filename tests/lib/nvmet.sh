@@ -235,10 +235,21 @@ nvmet_lifecycle_test() {
 			{ cat /sys/kernel/debug/nvmet_rdma_rs/ports; fail "ports does not count the connections"; }
 	fi
 
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		step "a connect request that is not NVMe/RDMA is rejected with an NVMe/RDMA CM status"
+		# The demo client sends no private data: RoCE pads it with zeros, so the host
+		# receive queue size reads 0.
+		modprobe rdma_client server="$ip" port=4420
+		assert_dmesg "nvmet_rdma_rs: port 1: refusing a connection from $ip:[0-9]+: InvalidHrqsize"
+		assert_dmesg "rdma_client: connect: rejected"
+		rmmod rdma_client
+		grep -q "rejects 1$" /sys/kernel/debug/nvmet_rdma_rs/ports || fail "ports: $(cat /sys/kernel/debug/nvmet_rdma_rs/ports)"
+	fi
+
 	step "a second port on IPv6 serves the same subsystem"
 	nvmet_port 2 ipv6 "$ip6" 4421
 	nvmet_link 2 "$NQN"
-	assert_dmesg "$prefix: enabling port 2 \(\[$ip6\]:4421\)"
+	assert_dmesg "$prefix: enabling port 2 \(\[$ip6\]:4421(%0)?\)"
 	dev=$(host_connect "$ip6" 4421)
 	fio_verify "$dev" ipv6 --rw=randwrite --bs=4k --iodepth=8 --size=2M
 	host_disconnect
