@@ -16,7 +16,7 @@ SHELL := /bin/bash
 REPO := $(CURDIR)
 SCRIPTS := $(REPO)/scripts
 RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client \
-		 $(REPO)/nvmet_rdma_rs -name '*.rs' ! -name '*_generated.rs')
+		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src -name '*.rs' ! -name '*_generated.rs')
 
 # Build with the same compilers the kernel was built with.
 KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)

@@ -34,6 +34,11 @@ result host/scan-kernel-log $?
 make -s -C "$REPO_ROOT" fmt-check
 result host/rustfmt $?
 
+# The transport's network parsing (nvmet_rdma_rs/wire.rs), unit-tested on the host.
+CARGO_TARGET_DIR=$CACHE_DIR/cargo-target cargo test --quiet --offline \
+	--manifest-path "$REPO_ROOT/tests/host/wire/Cargo.toml"
+result host/nvmet-wire-unit-tests $?
+
 build_log=$CACHE_DIR/runs/modules-build.log
 mkdir -p "$(dirname "$build_log")"
 make -C "$REPO_ROOT" clean >/dev/null
