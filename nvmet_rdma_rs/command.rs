@@ -169,7 +169,10 @@ impl Io {
         let device = id.device().ok_or(ENODEV)?;
         let lkey = id.pd().ok_or(ENODEV)?.local_dma_lkey();
         let recv = queue.data.recv_queue_size;
-        let nr_rsps = 2 * recv;
+        // A response slot is busy from its command's arrival until its SEND is
+        // acknowledged: at most `recv` commands the host awaits plus `send` responses it
+        // has but we have not seen acknowledged.
+        let nr_rsps = recv + queue.data.send_queue_size;
         let capsules = DmaBuf::new(device, recv as usize * COMMAND_SIZE)?;
         let responses = DmaBuf::new(device, nr_rsps as usize * RESPONSE_SIZE)?;
         let mut inline = KVec::new();
@@ -312,7 +315,7 @@ impl Io {
         let accepted = unsafe {
             (*req).cmd = capsule.cast();
             (*req).port = port;
-            bindings::nvmet_req_init(req, queue.nvmet.sq(), (*port).tr_ops)
+            bindings::nvmet_req_init(req, queue.nvmet.sq(), queue.port.target().ops())
         };
         queue.stats.commands.fetch_add(1, Relaxed);
         if !accepted {
@@ -414,7 +417,7 @@ impl Io {
         let req = rsp.req();
         let internal = wire::CommandError {
             status: status::INTERNAL,
-            error_loc: 0,
+            error_loc: u16::MAX,
         };
         // SAFETY: the request is initialised and ours; `rdma_rw_ctx_init` maps the
         // request's scatterlist for the QP's device; the context lives in the slot.
@@ -536,6 +539,25 @@ impl Io {
                 let _ = queue.waiting.lock().insert_within_capacity(0, index);
                 return;
             }
+        }
+    }
+
+    /// At release, before the nvmet core waits for the queue's requests: ends the commands
+    /// still waiting for send queue space (nothing will free space for them any more).
+    pub(crate) fn abandon_waiting(&self, queue: &Queue) {
+        loop {
+            let next = queue.waiting.lock().pop();
+            let Some(index) = next else {
+                return;
+            };
+            let rsp = &self.rsps[index as usize];
+            // SAFETY: a waiting command's slot is its own; off the list, nobody else
+            // takes it.
+            let state = unsafe { rsp.state() };
+            self.free_data(rsp, state);
+            // SAFETY: the request was initialised and never executed: it ends here.
+            unsafe { bindings::nvmet_req_uninit(rsp.req()) };
+            state.in_use = false;
         }
     }
 
@@ -761,7 +783,10 @@ pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
             .sync_range_for_device(rsp.index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
         if bindings::rdma_rs_ib_post_send(io.qp, first, core::ptr::null_mut()) != 0 {
             pr_err!("cannot post a response; ending the queue\n");
-            // The slot is reclaimed when the queue is released.
+            // The send queue space goes back (atomically: any context); the slot's data is
+            // reclaimed when the queue is released.
+            io.sq_wr_avail.fetch_add(1 + state.n_rdma as i32, Relaxed);
+            state.n_rdma = 0;
             queue.close(c"send post failure");
         }
     }

@@ -33,15 +33,15 @@ unsafe impl Send for Registration {}
 unsafe impl Sync for Registration {}
 
 impl Registration {
-    /// Registers the transport. If another RDMA transport (the C `nvmet_rdma`) is
-    /// registered already, fails with `EBUSY` and says so.
-    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
-        let ops = KBox::new(
+    /// The transport's ops table, not yet registered: its address is what requests carry,
+    /// and it stays put when the box moves into [`Registration::new`].
+    pub(crate) fn table(module: &'static ThisModule) -> Result<KBox<bindings::nvmet_fabrics_ops>> {
+        Ok(KBox::new(
             bindings::nvmet_fabrics_ops {
                 owner: module.as_ptr().cast(),
                 type_: bindings::NVMF_TRTYPE_RDMA,
                 msdbd: 1,
-                flags: bindings::NVMF_KEYED_SGLS,
+                flags: bindings::NVMF_KEYED_SGLS | bindings::NVMF_METADATA_SUPPORTED,
                 queue_response: Some(queue_response),
                 add_port: Some(add_port),
                 remove_port: Some(remove_port),
@@ -53,7 +53,12 @@ impl Registration {
                 ..Default::default()
             },
             GFP_KERNEL,
-        )?;
+        )?)
+    }
+
+    /// Registers `ops` (from [`Registration::table`]). If another RDMA transport (the C
+    /// `nvmet_rdma`) is registered already, fails with `EBUSY` and says so.
+    pub(crate) fn new(ops: KBox<bindings::nvmet_fabrics_ops>) -> Result<Self> {
         // SAFETY: `ops` is a valid table whose heap address stays put until `Drop`
         // unregisters it; its callbacks match the nvmet core's expectations.
         let ret = unsafe { bindings::nvmet_register_transport(&*ops) };
@@ -240,19 +245,19 @@ unsafe extern "C" fn disc_traddr(
     port: *mut bindings::nvmet_port,
     traddr: *mut c_char,
 ) {
-    // SAFETY: the core passes a live request of one of our queues, its enabled port, and a
-    // buffer of `NVMF_TRADDR_SIZE` bytes.
-    let (queue, port_state, out) = unsafe {
+    // SAFETY: the core passes a live request of one of our queues, its port, and a buffer
+    // of `NVMF_TRADDR_SIZE` bytes. The port may have been disabled meanwhile (`priv` NULL).
+    let (queue, any, out) = unsafe {
         (
             queue_of((*req).sq),
-            port_state(port),
+            !(*port).priv_.is_null() && port_state(port).listens_on_any(),
             core::slice::from_raw_parts_mut(
                 traddr.cast::<u8>(),
                 bindings::NVMF_TRADDR_SIZE as usize,
             ),
         )
     };
-    if port_state.listens_on_any() {
+    if any {
         // The wildcard is no address to give a host: name the one this host reached.
         queue.local_address().write_ip(out);
     } else {
@@ -311,6 +316,20 @@ unsafe extern "C" fn get_max_queue_size(ctrl: *const bindings::nvmet_ctrl) -> u1
     }
 }
 
+/// The nvmet core's workqueue: queue releases run there, as in the C transport, so that
+/// the core's flush of it (before it frees a removed port) waits for them.
+pub(crate) fn nvmet_workqueue() -> &'static kernel::workqueue::Queue {
+    // SAFETY: `nvmet_wq` is created when the nvmet core loads, which this module depends
+    // on, and destroyed only when the core unloads, after this module.
+    unsafe { kernel::workqueue::Queue::from_raw(bindings::nvmet_wq.cast_const().cast()) }
+}
+
+/// Waits for every work item on the nvmet core's workqueue (at unload, for our releases).
+pub(crate) fn flush_nvmet_workqueue() {
+    // SAFETY: as in `nvmet_workqueue`.
+    unsafe { bindings::__flush_workqueue(bindings::nvmet_wq) };
+}
+
 /// The nvmet submission and completion queue a transport queue embeds.
 #[pin_data(PinnedDrop)]
 pub(crate) struct SqCq {
@@ -320,6 +339,8 @@ pub(crate) struct SqCq {
     cq: Opaque<bindings::nvmet_cq>,
     /// Whether `nvmet_sq_init` succeeded (and `nvmet_sq_destroy` is still owed).
     sq_live: core::sync::atomic::AtomicBool,
+    /// Whether the cq's initial reference is still held (`nvmet_cq_put` owed).
+    cq_live: core::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the nvmet core synchronises its use of the queues internally (percpu refs,
@@ -341,6 +362,7 @@ impl SqCq {
                     bindings::nvmet_cq_init(cq)
                 }
             }),
+            cq_live: core::sync::atomic::AtomicBool::new(true),
             sq_live: core::sync::atomic::AtomicBool::new({
                 // SAFETY: `this` points to the value being initialised: `sq` is zeroed and
                 // `cq` initialised above; both are pinned.
@@ -397,14 +419,19 @@ impl SqCq {
     }
 
     /// Waits until every request of the queue completed and releases the queue from its
-    /// controller (`nvmet_sq_destroy`). Sleeps: process context only.
+    /// controller (`nvmet_sq_destroy`, then `nvmet_cq_put`, which may drop the controller's
+    /// last reference: so this runs in the release work, never where the last `Arc` of the
+    /// queue happens to go). Sleeps: process context only.
     pub(crate) fn destroy(&self) {
-        if self
-            .sq_live
-            .swap(false, core::sync::atomic::Ordering::AcqRel)
-        {
+        use core::sync::atomic::Ordering::AcqRel;
+        if self.sq_live.swap(false, AcqRel) {
             // SAFETY: the sq was initialised and is destroyed once (the flag).
             unsafe { bindings::nvmet_sq_destroy(self.sq.get()) };
+        }
+        if self.cq_live.swap(false, AcqRel) {
+            // SAFETY: initialised by `nvmet_cq_init`; its reference is put once (the flag),
+            // after the sq, its other user, is destroyed.
+            unsafe { bindings::nvmet_cq_put(self.cq.get()) };
         }
     }
 }
@@ -413,7 +440,5 @@ impl SqCq {
 impl PinnedDrop for SqCq {
     fn drop(self: Pin<&mut Self>) {
         self.destroy();
-        // SAFETY: initialised by `nvmet_cq_init`; the sq (its other user) is destroyed.
-        unsafe { bindings::nvmet_cq_put(self.cq.get()) };
     }
 }

@@ -92,10 +92,11 @@ struct NvmetRdmaRs {
 impl kernel::Module for NvmetRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let devices = DEVICE_LOG.register()?;
-        let target = Target::install()?;
+        let ops = nvmet::Registration::table(module)?;
+        let target = Target::install(&*ops)?;
         // Until the module is loaded, a failure leaves nothing installed.
         let loaded = (|| -> Result<_> {
-            let registration = nvmet::Registration::new(module)?;
+            let registration = nvmet::Registration::new(ops)?;
             let dir = Dir::new(c"nvmet_rdma_rs");
             let ports = KBox::pin_init(
                 dir.read_callback_file(c"ports", target.clone(), &show_ports),

@@ -83,7 +83,8 @@ impl Port {
         config.set_inline_data_size(inline);
         let max_queue_size = match config.max_queue_size() {
             size if size < 0 => bindings::NVME_RDMA_DEFAULT_QUEUE_SIZE as i32,
-            size => size.min(bindings::NVME_RDMA_MAX_QUEUE_SIZE as i32),
+            // The nvmet core keeps it at 16 or more: so must the queues we accept.
+            size => size.clamp(16, bindings::NVME_RDMA_MAX_QUEUE_SIZE as i32),
         };
         config.set_max_queue_size(max_queue_size);
         if config.pi_enable() {
@@ -119,7 +120,12 @@ impl Port {
             return Err(e);
         }
         *port.listener.lock() = Some(listener);
-        target.add_port(port.clone())?;
+        if let Err(e) = target.add_port(port.clone()) {
+            // The listener holds the port: take it back, or both would stay.
+            let listener = port.listener.lock().take();
+            drop(listener);
+            return Err(e);
+        }
         pr_info!("enabling port {} ({})\n", id, address);
         Ok(port)
     }

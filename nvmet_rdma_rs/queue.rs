@@ -177,18 +177,17 @@ impl Queue {
         // SAFETY: every `Queue` lives in an `Arc` (see `start`), and `self` is borrowed
         // from it for this call.
         let this: Arc<Self> = unsafe { ArcBorrow::from_raw(self) }.into();
-        let _ = this
-            .port
-            .target()
-            .workqueue()
-            .queue()
-            .enqueue::<_, 2>(this.clone());
+        let _ = crate::nvmet::nvmet_workqueue().enqueue::<_, 2>(this.clone());
     }
 
     /// A fatal transport error: ends the controller (which deletes its queues) or, before
     /// the host's Connect installed one, this queue.
     pub(crate) fn fatal_error(&self) {
         self.stats.errors.fetch_add(1, Relaxed);
+        if self.is_disconnecting() {
+            // Going already; its controller may be going too.
+            return;
+        }
         if !self.nvmet.fatal_error() {
             self.close(c"transport error");
         }
@@ -298,11 +297,12 @@ impl WorkItem<1> for Queue {
 
     /// Sets the queue up and accepts it, or rejects and releases it.
     fn run(this: Arc<Queue>) {
+        // Taken before `pending` and held through the accept: a release either finds the
+        // adopted id still pending, or waits here for the setup to finish.
+        let mut guard = this.id.lock();
         let Some(mut id) = this.pending.lock().take() else {
             return;
         };
-        // Held through the accept, so the release waits for a setup in progress.
-        let mut guard = this.id.lock();
         match Self::build(&this, &mut id) {
             Ok(()) => {
                 this.port.stats.connects.fetch_add(1, Relaxed);
@@ -337,6 +337,9 @@ impl WorkItem<2> for Queue {
         let id = this.id.lock().take();
         if let Some(id) = &id {
             let _ = id.disconnect();
+        }
+        if let Some(io) = this.io.as_ref() {
+            io.abandon_waiting(&this);
         }
         // Waits for every request: those in RDMA are flushed by the disconnect.
         this.nvmet.destroy();

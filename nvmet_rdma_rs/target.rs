@@ -30,11 +30,17 @@ pub(crate) struct Target {
     emptied: CondVar,
     next_queue: AtomicU32,
     workqueue: OwnedQueue,
+    /// The transport's ops table, for `nvmet_req_init` (stable: boxed, registered until
+    /// unload).
+    ops: usize,
 }
 
 impl Target {
-    /// Creates the state and makes it what [`Target::get`] finds.
-    pub(crate) fn install() -> Result<Arc<Self>> {
+    /// Creates the state for the transport with ops table `ops` and makes it what
+    /// [`Target::get`] finds.
+    pub(crate) fn install(
+        ops: *const crate::rdma::bindings::nvmet_fabrics_ops,
+    ) -> Result<Arc<Self>> {
         // SAFETY: called once, at module load, before anything uses `TARGET`.
         unsafe { TARGET.init() };
         let workqueue = OwnedQueue::new(c"nvmet_rdma_rs")?;
@@ -45,6 +51,7 @@ impl Target {
                 emptied <- new_condvar!(),
                 next_queue: AtomicU32::new(1),
                 workqueue,
+                ops: ops as usize,
             }),
             GFP_KERNEL,
         )?;
@@ -60,6 +67,11 @@ impl Target {
     /// Forgets the state, at unload: after [`Target::close_all`].
     pub(crate) fn uninstall() {
         *TARGET.lock() = None;
+    }
+
+    /// The transport's ops table.
+    pub(crate) fn ops(&self) -> *const crate::rdma::bindings::nvmet_fabrics_ops {
+        self.ops as *const _
     }
 
     /// The workqueue for queue setup and release.
@@ -138,5 +150,7 @@ impl Target {
         }
         drop(queues);
         self.workqueue.drain();
+        // The last releases may still be finishing there.
+        crate::nvmet::flush_nvmet_workqueue();
     }
 }

@@ -418,8 +418,11 @@ impl<T: CmHandler> CmId<T> {
         attr.port_num = self.port_num();
         attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
         attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
+        attr.event_handler = Some(qp_event);
+        attr.qp_context = self.raw().cast();
         // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr` is
-        // valid for the call.
+        // valid for the call. The QP's context is the id, which outlives the QP (`Drop`
+        // destroys the QP first).
         to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.as_raw(), &mut attr) })?;
         self.verbs = Some(Verbs { cq, pd });
         Ok(attr.cap.max_send_wr)
@@ -591,6 +594,21 @@ impl<T: CmHandler> Drop for CmId<T> {
         unsafe { bindings::rdma_destroy_id(self.raw()) };
         // SAFETY: the context is the `Arc<T>` this id owned; no handler can use it now.
         drop(unsafe { Arc::<T>::from_raw(context) });
+    }
+}
+
+/// QP events: the first message on a connection whose CM handshake has not finished yet
+/// (`IB_EVENT_COMM_EST`) tells RDMA CM it is established, as the CM documentation asks.
+///
+/// # Safety
+///
+/// Called by the RDMA core for a QP made by [`CmId::create_qp`], whose context is its id.
+unsafe extern "C" fn qp_event(event: *mut bindings::ib_event, context: *mut core::ffi::c_void) {
+    // SAFETY: the core passes a valid event for the call.
+    let kind = unsafe { (*event).event };
+    if kind == bindings::ib_event_type_IB_EVENT_COMM_EST {
+        // SAFETY: the context is the live id that owns the QP (see `create_qp`).
+        unsafe { bindings::rdma_notify(context.cast(), kind) };
     }
 }
 

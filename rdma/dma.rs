@@ -16,7 +16,9 @@ pub(crate) struct DmaBuf(Arc<Mapping>);
 
 /// # Invariants
 ///
-/// `memory` is `len` bytes, mapped at `dma` on `device`, from creation to `Drop`.
+/// `memory` is `len` bytes, mapped at `dma` on `device`, from creation to `Drop`; the
+/// mapping holds a reference on `device`, so the device stays (its unregistration waits)
+/// until the buffer is unmapped, whatever outlives what.
 struct Mapping {
     /// Owns the allocation; accessed only through `cpu`.
     memory: KVec<u8>,
@@ -55,6 +57,10 @@ impl DmaBuf {
         let pad = start.align_offset(align);
         // SAFETY: `pad < align`, so `start + pad .. + len` lies inside the `padded` bytes.
         let cpu = unsafe { start.add(pad) };
+        // SAFETY: `device` is registered; the reference is the mapping's (put in `Drop`).
+        if !unsafe { bindings::rdma_rs_ib_device_try_get(device.as_raw()) } {
+            return Err(ENODEV);
+        }
         // SAFETY: `cpu` is `len` bytes of kmalloc memory, which the DMA API may map.
         let dma = unsafe {
             bindings::rdma_rs_ib_dma_map_single(
@@ -66,6 +72,8 @@ impl DmaBuf {
         };
         // SAFETY: `dma` was just returned by the map call on this device.
         if unsafe { bindings::rdma_rs_ib_dma_mapping_error(device.as_raw(), dma) } != 0 {
+            // SAFETY: the reference taken above; nothing is mapped.
+            unsafe { bindings::ib_device_put(device.as_raw()) };
             return Err(ENOMEM);
         }
         let mapping = Mapping {
@@ -75,6 +83,7 @@ impl DmaBuf {
             len,
             device: device.as_raw(),
         };
+        // On failure the mapping is dropped: unmapped, and its reference put.
         Ok(Self(Arc::new(mapping, GFP_KERNEL)?))
     }
 
@@ -250,6 +259,8 @@ impl Drop for Mapping {
                 bindings::dma_data_direction_DMA_BIDIRECTIONAL,
             )
         };
+        // SAFETY: the mapping's device reference (type invariant), no longer needed.
+        unsafe { bindings::ib_device_put(self.device) };
         // `memory`, a field, is freed after this body: only once it is unmapped.
     }
 }

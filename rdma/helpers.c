@@ -93,3 +93,8 @@ void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int le
 {
 	sg_set_buf(sg, buf, len);
 }
+
+bool rdma_rs_ib_device_try_get(struct ib_device *device)
+{
+	return ib_device_try_get(device);
+}

@@ -30,6 +30,7 @@ void rdma_rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size
 					   enum dma_data_direction dir);
 struct workqueue_struct *rdma_rs_alloc_workqueue(const char *name);
 void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len);
+bool rdma_rs_ib_device_try_get(struct ib_device *device);
 void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len);
 
 #endif /* RDMA_RS_HELPERS_H */
