@@ -499,26 +499,15 @@ impl Io {
 
     /// Destroys the command's `rdma_rw` context and frees its data buffer.
     fn free_data(&self, rsp: &RspSlot, state: &mut RspState) {
+        self.free_rw(rsp, state);
         let req = rsp.req();
-        // SAFETY: the context was initialised on `req.sg` (`rw_live`); a buffer not in
-        // the capsule was allocated by `nvmet_req_alloc_sgls`.
+        // SAFETY: a buffer not in the capsule was allocated by `nvmet_req_alloc_sgls`; the
+        // context that mapped it is gone.
         unsafe {
-            if state.rw_live {
-                bindings::rdma_rw_ctx_destroy(
-                    rsp.rw.get(),
-                    self.qp,
-                    self.port_num,
-                    (*req).sg,
-                    (*req).sg_cnt as u32,
-                    direction(state.write),
-                );
-                state.rw_live = false;
-            }
             if !state.in_capsule && !(*req).sg.is_null() {
                 bindings::nvmet_req_free_sgls(req);
             }
         }
-        state.n_rdma = 0;
     }
 
     /// Starts waiting commands in order while the send queue has room.

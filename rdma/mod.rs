@@ -47,7 +47,7 @@ pub(crate) use device_log::{DeviceLog, DEVICE_LOG};
 #[allow(unused_imports)]
 pub(crate) use dma::DmaBuf;
 #[allow(unused_imports)]
-pub(crate) use mr::Mr;
+pub(crate) use mr::{access, Mr};
 #[allow(unused_imports)]
 pub(crate) use pd::Pd;
 #[allow(unused_imports)]

@@ -14,6 +14,18 @@ use core::{
 };
 use kernel::{prelude::*, sync::Arc};
 
+/// `IB_ACCESS_*` rights for [`super::SendOp::Register`].
+pub(crate) mod access {
+    use super::bindings;
+
+    /// The local side may write (RDMA READ targets, receives).
+    pub(crate) const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    /// The peer may RDMA WRITE.
+    pub(crate) const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    /// The peer may RDMA READ.
+    pub(crate) const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+}
+
 const INVALID: u8 = 0;
 const REGISTERING: u8 = 1;
 const VALID: u8 = 2;

@@ -13,8 +13,8 @@ use crate::protocol::{
 };
 use crate::rdma::RemoteBuf;
 use crate::rdma::{
-    code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd, PollContext, QpCaps,
-    SendOp, SocketAddr, WorkCompletion,
+    access, code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd, PollContext,
+    QpCaps, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
@@ -31,11 +31,6 @@ const STEP_TIMEOUT_MS: u32 = 10_000;
 
 /// Receive slots kept posted.
 const RECV_SLOTS: usize = 2;
-
-/// `IB_ACCESS_*` rights, as `rdma/ib_verbs.h` numbers them.
-const ACCESS_LOCAL_WRITE: u32 = 1;
-const ACCESS_REMOTE_WRITE: u32 = 2;
-const ACCESS_REMOTE_READ: u32 = 4;
 
 /// Which send queue operation a completion belongs to.
 #[derive(Clone, Copy)]
@@ -331,10 +326,10 @@ impl Session {
             &link.source_mr,
             &link.source,
             len,
-            ACCESS_REMOTE_READ,
+            access::REMOTE_READ,
             Tag::RegisterSource,
         )?;
-        let sink_access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE;
+        let sink_access = access::LOCAL_WRITE | access::REMOTE_WRITE;
         let result = Self::register(
             this,
             link,
@@ -556,14 +551,14 @@ impl Session {
                 },
             ),
             _ => {
-                let sink_access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE;
+                let sink_access = access::LOCAL_WRITE | access::REMOTE_WRITE;
                 Self::register(
                     this,
                     link,
                     source_mr,
                     source,
                     size,
-                    ACCESS_REMOTE_READ,
+                    access::REMOTE_READ,
                     Tag::RegisterSource,
                 )?;
                 Self::register(

@@ -12,8 +12,8 @@ use crate::protocol::{
     Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE,
 };
 use crate::rdma::{
-    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Local, Mr, OwnedQueue, Pd,
-    PollContext, QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
+    access, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Local, Mr, OwnedQueue,
+    Pd, PollContext, QpCaps, RemoteBuf, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use kernel::{
@@ -26,11 +26,6 @@ use kernel::{
 
 /// Receives kept posted per connection.
 const RECV_SLOTS: usize = 4;
-
-/// `IB_ACCESS_*` rights, as `rdma/ib_verbs.h` numbers them.
-const ACCESS_LOCAL_WRITE: u32 = 1;
-const ACCESS_REMOTE_WRITE: u32 = 2;
-const ACCESS_REMOTE_READ: u32 = 4;
 
 const CONNECTING: u8 = 0;
 const ESTABLISHED: u8 = 1;
@@ -441,7 +436,7 @@ impl Connection {
         let registered = mr.clone();
         let qp = link.id.qp().ok_or(EINVAL)?;
         // iWARP writes READ responses through the sink's key: it needs remote write access.
-        let access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE;
+        let access = access::LOCAL_WRITE | access::REMOTE_WRITE;
         qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
             if !connection.check(&wc, c"PING buffer registration") {
                 return;
@@ -469,7 +464,7 @@ impl Connection {
         *this.scratch.lock() = Some(scratch);
         let connection = this.clone();
         let qp = link.id.qp().ok_or(EINVAL)?;
-        let access = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ;
+        let access = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
         let registered = mr.clone();
         qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
             if !connection.check(&wc, c"BENCH buffer registration") {
