@@ -704,11 +704,13 @@ impl WorkItem<1> for Connection {
 
     /// Sets the connection up and accepts it, or rejects and releases it.
     fn run(this: Arc<Connection>) {
+        // Held through the accept, so completions of the first messages wait for the link;
+        // taken before `pending`, so a release either finds the adopted id still pending
+        // or waits here for the setup to finish (as the nvmet transport's queues do).
+        let mut guard = this.link.lock();
         let Some(id) = this.pending.lock().take() else {
             return;
         };
-        // Held through the accept, so completions of the first messages wait for the link.
-        let mut guard = this.link.lock();
         match Self::build(&this, id) {
             Ok(link) => *guard = Some(link),
             Err((e, id)) => {
