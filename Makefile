@@ -8,6 +8,9 @@
 #   make CLIPPY=1     build with clippy as the Rust compiler driver
 #   make demo         set up, build, boot the VM and show the modules at work
 #   make check        the test suite (host checks, then VM tests); prints "N passed, N failed"
+#   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
+#                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
+#   make MO=/dir      build the modules into /dir instead of the source tree
 #   make setup        host packages and toolchain only;  make kernel: the pinned kernel only
 #   make fmt / fmt-check   rustfmt with the kernel's .rustfmt.toml
 #   make clean
@@ -19,9 +22,9 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src -name '*.rs' ! -name '*_generated.rs')
 
 # Build with the same compilers the kernel was built with.
-KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)
+KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1) $(if $(MO),MO=$(MO))
 
-.PHONY: all modules setup kernel demo check fmt fmt-check clean
+.PHONY: all modules setup kernel demo check bench fmt fmt-check clean
 
 all: modules
 
@@ -44,6 +47,9 @@ demo:
 
 check:
 	$(SCRIPTS)/check.sh
+
+bench:
+	$(SCRIPTS)/bench.sh
 
 fmt:
 	@source $(SCRIPTS)/lib.sh; src=$$($(SCRIPTS)/fetch-kernel.sh); \

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Configures and builds the pinned kernel with a checked-in config fragment.
-# The build directory is keyed by kernel version and fragment hash, so a second
-# run (or CI on the same machine) reuses it. Prints the build directory on stdout.
+# Configures and builds the pinned kernel with checked-in config fragments, merged in
+# order (an option in a later fragment wins). The build directory is keyed by kernel
+# version, the last fragment's name and the fragments' hash, so a second run (or CI on
+# the same machine) reuses it. Prints the build directory on stdout.
 #
-# usage: build-kernel.sh [fragment]   (default: kernel/debug.config)
+# usage: build-kernel.sh [fragment...]   (default: kernel/debug.config, the test kernel;
+#        make bench uses kernel/debug.config kernel/bench.config)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-fragment=${1:-$REPO_ROOT/kernel/debug.config}
-[ -f "$fragment" ] || die "no config fragment $fragment"
+fragments=("$@")
+((${#fragments[@]})) || fragments=("$REPO_ROOT/kernel/debug.config")
+for f in "${fragments[@]}"; do [ -f "$f" ] || die "no config fragment $f"; done
+name=$(basename "${fragments[-1]}" .config)
 
 src=$("$REPO_ROOT/scripts/fetch-kernel.sh")
 version=$(basename "$src")
-hash=$( (cat "$fragment"; echo "$version") | sha256sum | cut -c1-12)
-out=$CACHE_DIR/build/$version-$(basename "$fragment" .config)-$hash
+hash=$( (cat "${fragments[@]}"; echo "$version") | sha256sum | cut -c1-12)
+out=$CACHE_DIR/build/$version-$name-$hash
 
 if [ -f "$out/.built" ]; then
 	log "reusing kernel build $out"
@@ -30,22 +34,24 @@ kmake() {
 log "checking the Rust toolchain"
 kmake rustavailable >&2 || die "Rust is not available for this kernel (run scripts/setup-host.sh)"
 
-log "configuring $out from tinyconfig + kvm_guest.config + $(basename "$fragment")"
+log "configuring $out from tinyconfig + kvm_guest.config + ${fragments[*]##*/}"
 kmake tinyconfig >&2
 cp "$out/.config" "$out/.config.tiny"
 "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config.tiny" \
-	"$src/kernel/configs/kvm_guest.config" "$fragment" >&2
+	"$src/kernel/configs/kvm_guest.config" "${fragments[@]}" >&2
 kmake olddefconfig >&2
 
-# Every option the fragment asks for must have survived dependency resolution.
+# Every option the fragments ask for (the last word on each) must have survived
+# dependency resolution.
 bad=0
 while IFS= read -r line; do
 	case "$line" in
 	CONFIG_*=n) opt=${line%%=*}; grep -q "^$opt=" "$out/.config" && { log "config: $opt is set, wanted off"; bad=1; } ;;
 	CONFIG_*=*) grep -qx "$line" "$out/.config" || { log "config: wanted $line, got: $(grep "^${line%%=*}=" "$out/.config" || echo unset)"; bad=1; } ;;
 	esac
-done <"$fragment"
-[ $bad = 0 ] || die "config fragment not honoured (see above)"
+done < <(grep -h '^CONFIG_' "${fragments[@]}" | awk -F= '{ last[$1] = $0; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+	END { for (i = 1; i <= n; i++) print last[order[i]] }')
+[ $bad = 0 ] || die "config fragments not honoured (see above)"
 
 log "building kernel and modules in $out ($(nproc) jobs)"
 kmake -j"$(nproc)" bzImage modules >&2
@@ -54,7 +60,7 @@ kmake INSTALL_MOD_PATH="$out/modroot" INSTALL_MOD_STRIP=1 modules_install >&2
 touch "$out/.built"
 
 # Older builds of the same source and fragment are superseded: drop them.
-for old in "$CACHE_DIR/build/$version-$(basename "$fragment" .config)-"*; do
+for old in "$CACHE_DIR/build/$version-$name-"*; do
 	[ "$old" = "$out" ] || { log "removing superseded build $old"; rm -rf "$old"; }
 done
 echo "$out"

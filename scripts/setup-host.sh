@@ -12,6 +12,8 @@ DEB_PACKAGES=(
 	# guest userspace (the guest shares the host's root file system)
 	iproute2 rdma-core ibverbs-providers ibverbs-utils rdmacm-utils librdmacm-dev libibverbs-dev
 	nvme-cli fio perftest procps util-linux
+	# make bench's chart
+	gnuplot-nox
 )
 
 missing=()

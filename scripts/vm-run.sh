@@ -6,8 +6,10 @@
 # (crash, hang, timeout), or when the kernel log shows a splat or an unexpected
 # taint (see scripts/scan-kernel-log.py).
 #
-# usage: vm-run.sh [-k KERNEL_BUILD] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
+# usage: vm-run.sh [-k KERNEL_BUILD] [-m MODULES_DIR] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
 #   -k  kernel build directory (default: scripts/build-kernel.sh's output)
+#   -m  where the project's modules were built for that kernel (make MO=...; default: the
+#       repository, as plain `make` builds them)
 #   -t  wall-clock limit for the whole VM run, seconds (default 600)
 #   -o  where to keep serial.log, test.log, dmesg.txt, status and verdict (default: a new dir under $CACHE_DIR/runs)
 #   -v  also print the serial console while the VM runs
@@ -16,10 +18,11 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kbuild= timeout_s=600 run_dir= verbose=0
-while getopts "k:t:o:v" opt; do
+kbuild= moddir= timeout_s=600 run_dir= verbose=0
+while getopts "k:m:t:o:v" opt; do
 	case $opt in
 	k) kbuild=$OPTARG ;;
+	m) moddir=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
 	o) run_dir=$OPTARG ;;
 	v) verbose=1 ;;
@@ -27,7 +30,7 @@ while getopts "k:t:o:v" opt; do
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || die "usage: vm-run.sh [-k KBUILD] [-t SECS] [-o DIR] [-v] TEST_SCRIPT [ARGS...]"
+[ $# -ge 1 ] || die "usage: vm-run.sh [-k KBUILD] [-m MODDIR] [-t SECS] [-o DIR] [-v] TEST_SCRIPT [ARGS...]"
 test_script=$(realpath "$1")
 shift
 [ -f "$test_script" ] || die "no such test script: $test_script"
@@ -49,6 +52,12 @@ run_dir=$(realpath "$run_dir")
 # The guest runs its own copy of the script, from the results share: the test may
 # live anywhere on the host, including under a directory the guest mounts over.
 cp "$test_script" "$run_dir/test.sh"
+# Modules built elsewhere travel the same way (the guest's /root is a tmpfs).
+if [ -n "$moddir" ]; then
+	mkdir "$run_dir/modules"
+	find "$moddir" -name '*.ko' -exec cp {} "$run_dir/modules/" \;
+	[ -n "$(ls "$run_dir/modules")" ] || die "no modules (*.ko) under $moddir"
+fi
 
 accel=$("$REPO_ROOT/scripts/vm-accel.sh" "$bzimage")
 cpus=${RRS_VM_CPUS:-$(($(nproc) > 4 ? 4 : $(nproc)))}
