@@ -10,7 +10,6 @@
 #   make check        the test suite (host checks, then VM tests); prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
-#   make MO=/dir      build the modules into /dir instead of the source tree
 #   make setup        host packages and toolchain only;  make kernel: the pinned kernel only
 #   make fmt / fmt-check   rustfmt with the kernel's .rustfmt.toml
 #   make clean
@@ -22,7 +21,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src -name '*.rs' ! -name '*_generated.rs')
 
 # Build with the same compilers the kernel was built with.
-KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1) $(if $(MO),MO=$(MO))
+KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)
 
 .PHONY: all modules setup kernel demo check bench fmt fmt-check clean
 

@@ -209,6 +209,9 @@ impl Queue {
             } else {
                 this.number % device.completion_vectors()
             },
+            // As the C transport: queues on a device share the pool's CQs, so one polling
+            // pass serves completions of several queues.
+            shared_cq: true,
         };
         let granted = id.create_qp(Pd::new(device, false)?, caps, PollContext::Workqueue)?;
         let inline_size = if data.qid == 0 {

@@ -261,10 +261,14 @@ pub(crate) struct QpCaps {
     pub(crate) rdma_ctxs: u32,
     /// The completion vector of the QP's CQ.
     pub(crate) vector: u32,
+    /// Share a CQ of the device's pool with other QPs ([`Cq::from_pool`]) instead of
+    /// allocating one.
+    pub(crate) shared_cq: bool,
 }
 
 impl QpCaps {
-    /// `send_wr` and `recv_wr` deep, one SGE each way, no `rdma_rw`, vector 0.
+    /// `send_wr` and `recv_wr` deep, one SGE each way, no `rdma_rw`, vector 0, a CQ of
+    /// its own.
     pub(crate) const fn new(send_wr: u32, recv_wr: u32) -> Self {
         Self {
             send_wr,
@@ -273,6 +277,7 @@ impl QpCaps {
             recv_sge: 1,
             rdma_ctxs: 0,
             vector: 0,
+            shared_cq: false,
         }
     }
 }
@@ -387,7 +392,7 @@ impl<T: CmHandler> CmId<T> {
         peer_of(self.id)
     }
 
-    /// Creates the QP (RC, every request signalled) with `caps` on a new CQ and the given
+    /// Creates the QP (RC, every request signalled) with `caps` on a CQ and the given
     /// PD, and returns the send queue depth the device granted (with `rdma_ctxs`, more
     /// than asked). Fails with `EEXIST` if the id has a QP already, `ENODEV` if it is not
     /// bound to a device yet.
@@ -405,7 +410,11 @@ impl<T: CmHandler> CmId<T> {
         let rw_entries = 3 * caps.rdma_ctxs;
         // One extra entry each for the drain marker `ib_drain_qp` posts.
         let entries = caps.send_wr + rw_entries + caps.recv_wr + 2;
-        let cq = Cq::new(device, entries, caps.vector, poll)?;
+        let cq = if caps.shared_cq {
+            Cq::from_pool(device, entries, caps.vector, poll)?
+        } else {
+            Cq::new(device, entries, caps.vector, poll)?
+        };
         // SAFETY: all-zeroes is a valid, empty QP attribute set.
         let mut attr: bindings::ib_qp_init_attr = unsafe { core::mem::zeroed() };
         attr.send_cq = cq.as_raw();

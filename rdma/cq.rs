@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion queues from `ib_alloc_cq`, with per-work-request `ib_cqe` callbacks.
+//! Completion queues from `ib_alloc_cq` or the device's shared CQ pool, with
+//! per-work-request `ib_cqe` callbacks.
 
 use super::{bindings, Device};
 use core::ptr::NonNull;
@@ -17,19 +18,31 @@ pub(crate) enum PollContext {
     Direct,
 }
 
-/// An owned completion queue; freed on drop.
+/// A completion queue, or room on one of the device's shared CQs; released on drop.
 ///
 /// # Invariants
 ///
-/// `cq` came from `__ib_alloc_cq` and is freed only in `Drop`.
+/// `cq` came from `__ib_alloc_cq` (`pooled` is `None`) or from `ib_cq_pool_get` for
+/// `pooled` entries, and is released only in `Drop`.
 pub(crate) struct Cq {
     cq: NonNull<bindings::ib_cq>,
+    pooled: Option<u32>,
 }
 
 // SAFETY: the RDMA core serialises its use of a CQ; the handle may move between threads.
 unsafe impl Send for Cq {}
 // SAFETY: shared use only passes the pointer to the core, which locks internally.
 unsafe impl Sync for Cq {}
+
+impl PollContext {
+    fn raw(self) -> bindings::ib_poll_context {
+        match self {
+            PollContext::Softirq => bindings::ib_poll_context_IB_POLL_SOFTIRQ,
+            PollContext::Workqueue => bindings::ib_poll_context_IB_POLL_WORKQUEUE,
+            PollContext::Direct => bindings::ib_poll_context_IB_POLL_DIRECT,
+        }
+    }
+}
 
 impl Cq {
     /// Allocates a CQ with room for `entries` completions on completion vector `vector`.
@@ -39,11 +52,7 @@ impl Cq {
         vector: u32,
         context: PollContext,
     ) -> Result<Self> {
-        let poll = match context {
-            PollContext::Softirq => bindings::ib_poll_context_IB_POLL_SOFTIRQ,
-            PollContext::Workqueue => bindings::ib_poll_context_IB_POLL_WORKQUEUE,
-            PollContext::Direct => bindings::ib_poll_context_IB_POLL_DIRECT,
-        };
+        let poll = context.raw();
         let entries = i32::try_from(entries).map_err(|_| EINVAL)?;
         let vector = i32::try_from(vector).map_err(|_| EINVAL)?;
         // SAFETY: `device` is registered; a null private pointer is allowed.
@@ -59,6 +68,31 @@ impl Cq {
         };
         Ok(Self {
             cq: super::from_err_ptr(cq)?,
+            pooled: None,
+        })
+    }
+
+    /// Takes room for `entries` completions on one of the device's shared CQs, near
+    /// completion vector `vector` (`ib_cq_pool_get`, as the kernel's storage targets do):
+    /// the QPs on one CQ are served by one polling pass. Not for [`PollContext::Direct`].
+    pub(crate) fn from_pool(
+        device: &Device,
+        entries: u32,
+        vector: u32,
+        context: PollContext,
+    ) -> Result<Self> {
+        if context == PollContext::Direct {
+            return Err(EINVAL);
+        }
+        let nr_cqe = i32::try_from(entries).map_err(|_| EINVAL)?;
+        let vector = i32::try_from(vector).map_err(|_| EINVAL)?;
+        // SAFETY: `device` is registered; the pool keeps the CQ until it is put back.
+        let cq = unsafe {
+            bindings::ib_cq_pool_get(device.as_raw(), nr_cqe as u32, vector, context.raw())
+        };
+        Ok(Self {
+            cq: super::from_err_ptr(cq)?,
+            pooled: Some(entries),
         })
     }
 
@@ -76,8 +110,13 @@ impl Cq {
 
 impl Drop for Cq {
     fn drop(&mut self) {
-        // SAFETY: live by the type invariant; QPs using it are destroyed first (`Endpoint`
-        // declares its QP before its CQ).
-        unsafe { bindings::ib_free_cq(self.as_raw()) };
+        // SAFETY: live by the type invariant; QPs using it are destroyed first (their
+        // owners declare the QP before the CQ); a pooled CQ gets back what was taken.
+        unsafe {
+            match self.pooled {
+                Some(entries) => bindings::ib_cq_pool_put(self.as_raw(), entries),
+                None => bindings::ib_free_cq(self.as_raw()),
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::options::{as_text, number};
 use crate::protocol::{MAX_PING, MAX_TEXT};
+use core::num::NonZeroU64;
 use kernel::{fmt, prelude::*};
 
 /// What a benchmark measures.
@@ -103,28 +104,44 @@ pub(crate) struct BenchResult {
     pub(crate) options: BenchOptions,
     /// Fastest, median, 99th percentile and slowest operation.
     pub(crate) latency: [u64; 4],
-    /// From the first post to the last completion.
-    pub(crate) elapsed_ns: u64,
+    /// From the first post to the last completion (never zero: rates divide by it).
+    pub(crate) elapsed_ns: NonZeroU64,
 }
 
 impl BenchResult {
-    /// Summarises per-operation latencies `samples` (sorted here) of a run that took
+    /// Summarises per-operation latencies `samples` (reordered here) of a run that took
     /// `elapsed_ns`.
     pub(crate) fn new(options: BenchOptions, samples: &mut [u64], elapsed_ns: u64) -> Self {
-        samples.sort_unstable();
         let n = samples.len();
-        let at = |i: usize| samples.get(i).copied().unwrap_or(0);
-        let p99 = (n * 99).div_ceil(100).saturating_sub(1);
+        let min = samples.iter().copied().min().unwrap_or(0);
+        let max = samples.iter().copied().max().unwrap_or(0);
+        // Two selections instead of a sort: the p99 rank, then the median below it.
+        let p99_rank = (n * 99).div_ceil(100).saturating_sub(1);
+        let median_rank = n.saturating_sub(1) / 2;
+        let p99 = Self::select(samples, p99_rank);
+        let median = Self::select(
+            samples.get_mut(..p99_rank + 1).unwrap_or(&mut []),
+            median_rank,
+        );
         Self {
             options,
-            latency: [
-                at(0),
-                at(n.saturating_sub(1) / 2),
-                at(p99),
-                at(n.saturating_sub(1)),
-            ],
-            elapsed_ns: elapsed_ns.max(1),
+            latency: [min, median, p99, max],
+            elapsed_ns: NonZeroU64::new(elapsed_ns).unwrap_or(NonZeroU64::MIN),
         }
+    }
+
+    /// The `rank`-th smallest of `samples` (0 when there is none).
+    fn select(samples: &mut [u64], rank: usize) -> u64 {
+        if rank < samples.len() {
+            *samples.select_nth_unstable(rank).1
+        } else {
+            0
+        }
+    }
+
+    /// Operations per second over the whole run.
+    pub(crate) fn ops_per_second(&self) -> u64 {
+        u64::from(self.options.count) * 1_000_000_000 / self.elapsed_ns
     }
 }
 
@@ -155,11 +172,7 @@ impl core::fmt::Display for BenchResult {
         // MB/s (10^6 bytes) with two decimals: bytes * 10^9 / ns / 10^6 * 100.
         let centi_mb_s = bytes * 100_000 / self.elapsed_ns;
         writeln!(f, "mb_s {}.{:02}", centi_mb_s / 100, centi_mb_s % 100)?;
-        writeln!(
-            f,
-            "ops_s {}",
-            u64::from(o.count) * 1_000_000_000 / self.elapsed_ns
-        )?;
-        micros(f, "elapsed_us", self.elapsed_ns)
+        writeln!(f, "ops_s {}", self.ops_per_second())?;
+        micros(f, "elapsed_us", self.elapsed_ns.get())
     }
 }

@@ -675,7 +675,7 @@ impl Session {
             options.count,
             options.depth,
             result.latency[1],
-            u64::from(options.count) * 1_000_000_000 / result.elapsed_ns
+            result.ops_per_second()
         );
         *this.bench_result.lock() = Some(result);
         Ok(())

@@ -99,10 +99,11 @@ def perftest_run(path):
             break
     else:
         raise ValueError(f"{path}: no result table")
-    if "Gb/sec" in header:  # --report_gbits: 10^9 bit/s = 125 MB/s
-        return {"MB/s": float(values[3]) * 125}
-    # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-    return {"p50": float(values[4]), "p99": float(values[7])}
+    if "BW average[MB/sec]" in header:  # perftest's MB is 2^20 bytes
+        return {"MB/s": float(values[3]) * 1.048576}
+    if "t_typical" in header:  # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+        return {"p50": float(values[4]), "p99": float(values[7])}
+    raise ValueError(f"{path}: unexpected result table: {header.strip()}")
 
 
 def demo_run(path):

@@ -6,34 +6,48 @@
 # (chart) and the raw results to OUT_DIR, prints the tables, and ends with the line
 # `min ratio Rust/C: X.XX`. Measures; asserts no speed.
 #
-# usage: bench.sh [--smoke] [-o OUT_DIR]
-#   --smoke  one short point per tool on the test kernel and the modules as `make`
-#            built them (what make check runs so that this script cannot rot)
+# usage: bench.sh [--smoke] [--rounds N] [--seconds S] [-o OUT_DIR]
+#   --smoke    one short point per tool on the test kernel and the modules as `make`
+#              built them (what make check runs so that this script cannot rot)
+#   --rounds   rounds of every point (default 3; smoke 1)
+#   --seconds  fio run time per point and round (default 10; smoke 2)
 #   -o       default: $CACHE_DIR/bench/<date>-<profile>; $CACHE_DIR/bench/latest links to it
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-profile=full out=
+profile=full out= rounds= seconds=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) profile=smoke ;;
+	--rounds) rounds=$2; shift ;;
+	--seconds) seconds=$2; shift ;;
 	-o) out=$2; shift ;;
-	*) die "usage: bench.sh [--smoke] [-o OUT_DIR]" ;;
+	*) die "usage: bench.sh [--smoke] [--rounds N] [--seconds S] [-o OUT_DIR]" ;;
 	esac
 	shift
 done
+[[ -z "$rounds" || "$rounds" =~ ^[1-9][0-9]?$ ]] || die "--rounds: 1..99"
+[[ -z "$seconds" || "$seconds" =~ ^[1-9][0-9]{0,2}$ ]] || die "--seconds: 1..999"
+if [ $profile = smoke ]; then rounds=${rounds:-1} seconds=${seconds:-2}; fi
+rounds=${rounds:-3} seconds=${seconds:-10}
+guest_args=("$profile" "$rounds" "$seconds")
 out=${out:-$CACHE_DIR/bench/$(date +%Y%m%d-%H%M%S)-$profile}
 
 "$REPO_ROOT/scripts/setup-host.sh" >&2
 vm_args=()
 if [ $profile = full ]; then
 	kbuild=$("$REPO_ROOT/scripts/build-kernel.sh" "$REPO_ROOT/kernel/debug.config" "$REPO_ROOT/kernel/bench.config")
-	# Built beside the kernel, not in the repository (whose .ko files are the test kernel's).
+	# Built from a copy of the sources beside the kernel, not in the repository, whose
+	# .ko files are the test kernel's (kbuild's MO= refuses a tree with an in-tree build).
 	moddir=$CACHE_DIR/modules/$(basename "$kbuild")
 	mkdir -p "$moddir"
+	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod' \
+		--exclude='*.mod.c' --exclude='*_generated.rs' --exclude=modules.order --exclude='*.d' \
+		--exclude=Module.symvers --exclude='*.rmeta' --exclude=.git --exclude=tests \
+		--exclude=Documentation --exclude=scripts "$REPO_ROOT/" "$moddir/"
 	log "building the modules for $(basename "$kbuild") in $moddir"
-	make -s -C "$REPO_ROOT" KDIR="$kbuild" MO="$moddir" modules >&2
-	vm_args=(-m "$moddir" -t 3600)
+	make -s -C "$moddir" KDIR="$kbuild" modules >&2
+	vm_args=(-m "$moddir" -t $((600 + rounds * (seconds * 10 + 120) * 2)))
 else
 	kbuild=$("$REPO_ROOT/scripts/build-kernel.sh")
 	# (make check has just built them, with clippy: keep those)
@@ -45,7 +59,7 @@ fi
 
 mkdir -p "$out"
 "$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" "${vm_args[@]}" -o "$out/vm" \
-	"$REPO_ROOT/tests/bench/bench-guest.sh" "$profile" >&2
+	"$REPO_ROOT/tests/bench/bench-guest.sh" "${guest_args[@]}" >&2
 mkdir -p "$CACHE_DIR/bench"
 ln -sfn "$(realpath "$out")" "$CACHE_DIR/bench/latest"
 python3 "$REPO_ROOT/scripts/bench-report.py" --kernel "$(basename "$kbuild")" "$out/vm/raw" "$out"

@@ -8,7 +8,7 @@
 #
 # usage: vm-run.sh [-k KERNEL_BUILD] [-m MODULES_DIR] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
 #   -k  kernel build directory (default: scripts/build-kernel.sh's output)
-#   -m  where the project's modules were built for that kernel (make MO=...; default: the
+#   -m  a directory holding the project's modules built for that kernel (default: the
 #       repository, as plain `make` builds them)
 #   -t  wall-clock limit for the whole VM run, seconds (default 600)
 #   -o  where to keep serial.log, test.log, dmesg.txt, status and verdict (default: a new dir under $CACHE_DIR/runs)
@@ -34,7 +34,9 @@ shift $((OPTIND - 1))
 test_script=$(realpath "$1")
 shift
 [ -f "$test_script" ] || die "no such test script: $test_script"
-case "$test_script$*" in *' '*) die "paths and arguments must not contain spaces (kernel command line)" ;; esac
+for word in "$test_script" "$@"; do
+	case "$word" in *[[:space:],]*) die "paths and arguments must not contain spaces or commas (kernel command line): '$word'" ;; esac
+done
 
 [ -n "$kbuild" ] || kbuild=$("$REPO_ROOT/scripts/build-kernel.sh")
 bzimage=$kbuild/arch/x86/boot/bzImage

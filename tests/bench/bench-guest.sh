@@ -7,9 +7,9 @@
 # /proc/stat CPU time, perftest and demo output) go to /run/results/raw for
 # scripts/bench-report.py. Nothing here judges a speed.
 #
-# usage (guest): bench-guest.sh full|smoke
-#   full   3 rounds, 10 s per fio point, every point, every perftest and demo mode
-#   smoke  1 round, 2 s, one fio point, one perftest and one demo mode (make check)
+# usage (guest): bench-guest.sh full|smoke [ROUNDS [SECONDS]]
+#   full   every point, every perftest and demo mode; 3 rounds of 10 s per fio point
+#   smoke  one fio point, one perftest and one demo mode; 1 round of 2 s (make check)
 . "$RRS_REPO/scripts/guest/lib.sh"
 . "$RRS_REPO/tests/lib/nvmet.sh"
 
@@ -31,13 +31,14 @@ ALL_POINTS=(
 	"randread-4k-qd32-1q1j|1|--rw=randread --bs=4k --iodepth=32 --numjobs=1"
 )
 # name|perftest program|options (sizes match the fio rows they bound: 128 KiB for
-# bandwidth, 4 KiB for latency; ib_send_lat at the demo's largest SEND)
+# bandwidth, 4 KiB for latency; ib_send_lat at the demo's largest SEND). Latency runs
+# count iterations: only then does perftest report the median and the 99th percentile.
 ALL_PERFTEST=(
-	"write_bw-128k|ib_write_bw|-s 131072 -D 5 --report_gbits"
-	"read_bw-128k|ib_read_bw|-s 131072 -D 5 --report_gbits"
-	"write_lat-4k|ib_write_lat|-s 4096 -D 5"
-	"read_lat-4k|ib_read_lat|-s 4096 -D 5"
-	"send_lat-1k|ib_send_lat|-s 1024 -D 5"
+	"write_bw-128k|ib_write_bw|-s 131072 -D 5"
+	"read_bw-128k|ib_read_bw|-s 131072 -D 5"
+	"write_lat-4k|ib_write_lat|-s 4096 -n 5000"
+	"read_lat-4k|ib_read_lat|-s 4096 -n 5000"
+	"send_lat-1k|ib_send_lat|-s 1024 -n 5000"
 )
 # name|demo bench options
 ALL_DEMO=(
@@ -54,6 +55,7 @@ smoke)
 	;;
 *) fail "unknown profile $profile (full or smoke)" ;;
 esac
+rounds=${2:-$rounds} runtime=${3:-$runtime}
 
 # Busy CPU time of the whole guest (host side and target side together), in ticks.
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
