@@ -43,8 +43,7 @@ if [ $profile = full ]; then
 	mkdir -p "$moddir"
 	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod' \
 		--exclude='*.mod.c' --exclude='*_generated.rs' --exclude=modules.order --exclude='*.d' \
-		--exclude=Module.symvers --exclude='*.rmeta' --exclude=.git --exclude=tests \
-		--exclude=Documentation --exclude=scripts "$REPO_ROOT/" "$moddir/"
+		--exclude=Module.symvers --exclude='*.rmeta' --exclude=.git --exclude=tests --exclude=Documentation "$REPO_ROOT/" "$moddir/"
 	log "building the modules for $(basename "$kbuild") in $moddir"
 	make -s -C "$moddir" KDIR="$kbuild" modules >&2
 	vm_args=(-m "$moddir" -t $((600 + rounds * (seconds * 10 + 120) * 2)))

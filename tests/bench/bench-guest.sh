@@ -125,9 +125,10 @@ serve() {
 perftest_point() {
 	local round=$1 name=$2 prog=$3 opts=$4 server
 	# shellcheck disable=SC2086
-	$prog -R -d rxe0 $opts >"/tmp/perftest-server.out" 2>&1 &
+	stdbuf -o0 $prog -R -d rxe0 $opts >"/tmp/perftest-server.out" 2>&1 &
 	server=$!
-	sleep 1
+	# A client that comes before the server listens is rejected: wait for its banner.
+	wait_until 30 grep -q "Waiting for client" /tmp/perftest-server.out
 	# shellcheck disable=SC2086
 	$prog -R -d rxe0 $opts "$RRS_IP4_A" >"$raw/perftest-$name-$round.txt" 2>&1 ||
 		{ cat "$raw/perftest-$name-$round.txt" /tmp/perftest-server.out; fail "$prog $opts failed"; }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Host unit tests of the parsing the transport applies to what arrives from the network.
-//! `wire.rs` is the module's own file, compiled here unchanged.
+//! `wire.rs` is the module's own file, compiled here unchanged, and without the standard
+//! library (as in the kernel): only the tests use `std`.
+
+#![no_std]
 
 #[path = "../../../../nvmet_rdma_rs/wire.rs"]
 #[allow(dead_code)]
@@ -9,7 +12,10 @@ mod wire;
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::wire::*;
+    use std::{vec, vec::Vec};
 
     fn connect_data(recfmt: u16, qid: u16, hrqsize: u16, hsqsize: u16, len: usize) -> Vec<u8> {
         let mut data = vec![0u8; len];
