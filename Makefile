@@ -11,6 +11,7 @@
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
 #   make setup        host packages and toolchain only;  make kernel: the pinned kernel only
+#   make fuzz         fuzzes nvmet_rdma_rs/wire.rs for 10 minutes (FUZZ_SECONDS=...)
 #   make fmt / fmt-check   rustfmt with the kernel's .rustfmt.toml
 #   make clean
 
@@ -18,12 +19,13 @@ SHELL := /bin/bash
 REPO := $(CURDIR)
 SCRIPTS := $(REPO)/scripts
 RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client \
-		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src -name '*.rs' ! -name '*_generated.rs')
+		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src \
+		 $(REPO)/tests/host/wire/fuzz/fuzz_targets -name '*.rs' ! -name '*_generated.rs')
 
 # Build with the same compilers the kernel was built with.
 KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)
 
-.PHONY: all modules setup kernel demo check bench fmt fmt-check clean
+.PHONY: all modules setup kernel demo check bench fuzz fmt fmt-check clean
 
 all: modules
 
@@ -49,6 +51,10 @@ check:
 
 bench:
 	$(SCRIPTS)/bench.sh
+
+FUZZ_SECONDS ?= 600
+fuzz: setup
+	$(SCRIPTS)/fuzz-wire.sh $(FUZZ_SECONDS)
 
 fmt:
 	@source $(SCRIPTS)/lib.sh; src=$$($(SCRIPTS)/fetch-kernel.sh); \

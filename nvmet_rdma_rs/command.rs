@@ -26,7 +26,7 @@ use crate::rdma::{bindings, CmId, Device, DmaBuf};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
     cell::UnsafeCell,
-    sync::atomic::{AtomicI32, Ordering::Relaxed},
+    sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed},
 };
 use kernel::{container_of, page::PAGE_SIZE, prelude::*, types::Opaque};
 
@@ -124,6 +124,9 @@ pub(crate) struct Io {
     rsps: KVec<RspSlot>,
     /// Send queue entries not reserved.
     sq_wr_avail: AtomicI32,
+    /// Commands on the queue's wait list: lets a release skip the list's lock when none
+    /// waits (the common case), as the C transport's unlocked emptiness check does.
+    waiters: AtomicU32,
 }
 
 // SAFETY: slots are shared with the device and the nvmet core by design; each is used by
@@ -204,6 +207,7 @@ impl Io {
             cmds,
             rsps,
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
+            waiters: AtomicU32::new(0),
         };
         for cmd in &io.cmds {
             io.prepare_cmd(cmd, lkey)?;
@@ -343,7 +347,9 @@ impl Io {
         }
         if !self.execute(rsp) {
             queue.stats.sq_full_waits.fetch_add(1, Relaxed);
+            // (the list has room for every slot: the push cannot fail)
             let _ = queue.waiting.lock().push(rsp.index, GFP_ATOMIC);
+            self.waiters.fetch_add(1, Relaxed);
         }
     }
 
@@ -512,7 +518,9 @@ impl Io {
 
     /// Starts waiting commands in order while the send queue has room.
     fn run_waiting(&self, queue: &Queue) {
-        loop {
+        // Waiters are added and started only from the queue's completion callbacks,
+        // which run one at a time: a zero here cannot miss one.
+        while self.waiters.load(Relaxed) > 0 {
             let next = {
                 let mut waiting = queue.waiting.lock();
                 if waiting.is_empty() {
@@ -523,9 +531,11 @@ impl Io {
             let Some(index) = next else {
                 return;
             };
+            self.waiters.fetch_sub(1, Relaxed);
             let rsp = &self.rsps[index as usize];
             if !self.execute(rsp) {
                 let _ = queue.waiting.lock().insert_within_capacity(0, index);
+                self.waiters.fetch_add(1, Relaxed);
                 return;
             }
         }
@@ -539,6 +549,7 @@ impl Io {
             let Some(index) = next else {
                 return;
             };
+            self.waiters.fetch_sub(1, Relaxed);
             let rsp = &self.rsps[index as usize];
             // SAFETY: a waiting command's slot is its own; off the list, nobody else
             // takes it.

@@ -9,9 +9,10 @@ use crate::target::Target;
 use crate::wire::{CmReject, ConnectData};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::{
-    new_mutex,
+    new_condvar, new_mutex,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex},
+    sync::{Arc, ArcBorrow, CondVar, Mutex},
+    time::msecs_to_jiffies,
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -21,6 +22,8 @@ const DEFAULT_INLINE_DATA_SIZE: i32 = kernel::page::PAGE_SIZE as i32;
 const MAX_INLINE_DATA_SIZE: i32 = 16 * 1024;
 /// `NVMET_RDMA_BACKLOG`.
 const BACKLOG: i32 = 128;
+/// How often a lost listener is tried again, as the C transport's repair work does.
+const REPAIR_RETRY_MS: u32 = 5000;
 
 /// Counters of a port, summed over its queues as they go.
 #[derive(Default)]
@@ -29,6 +32,14 @@ pub(crate) struct PortStats {
     pub(crate) connects: AtomicU64,
     /// Connection requests refused (bad private data, no resources).
     pub(crate) rejects: AtomicU64,
+}
+
+/// A port's listener, and whether the port may listen at all.
+struct ListenerSlot {
+    /// The listening id; `None` while the port is set up or repaired, or once disabled.
+    id: Option<CmId<Listener>>,
+    /// `remove_port` ran: nothing may listen again (a repair in progress stops).
+    disabled: bool,
 }
 
 /// An enabled port.
@@ -45,15 +56,19 @@ pub(crate) struct Port {
     raw: usize,
     target: Arc<Target>,
     #[pin]
-    listener: Mutex<Option<CmId<Listener>>>,
+    listener: Mutex<ListenerSlot>,
     pub(crate) stats: PortStats,
-    /// Closes the listener when its device goes away (RDMA CM waits for that).
+    /// Re-creates the listener after its device went away or its address changed
+    /// (RDMA CM waits for the lost id to be destroyed, which its handler cannot do).
     #[pin]
-    device_gone: Work<Port>,
+    repair: Work<Port>,
+    /// Wakes a repair waiting to retry when the port is disabled.
+    #[pin]
+    repair_wait: CondVar,
 }
 
 impl_has_work! {
-    impl HasWork<Self> for Port { self.device_gone }
+    impl HasWork<Self> for Port { self.repair }
 }
 
 /// The listening id's handler.
@@ -104,25 +119,23 @@ impl Port {
                 max_queue_size: max_queue_size as u32,
                 raw,
                 target: port_target,
-                listener <- new_mutex!(None),
+                listener <- new_mutex!(ListenerSlot {
+                    id: None,
+                    disabled: false,
+                }),
                 stats: PortStats::default(),
-                device_gone <- new_work!("Port::device_gone"),
+                repair <- new_work!("Port::repair"),
+                repair_wait <- new_condvar!("Port::repair_wait"),
             }),
             GFP_KERNEL,
         )?;
-        let listener = CmId::new(Arc::new(Listener { port: port.clone() }, GFP_KERNEL)?)?;
-        listener.set_afonly()?;
-        let listening = listener
-            .bind(&address)
-            .and_then(|()| listener.listen(BACKLOG));
-        if let Err(e) = listening {
+        let listener = port.listen().inspect_err(|e| {
             pr_err!("port {}: cannot listen on {}: {:?}\n", id, address, e);
-            return Err(e);
-        }
-        *port.listener.lock() = Some(listener);
+        })?;
+        port.listener.lock().id = Some(listener);
         if let Err(e) = target.add_port(port.clone()) {
             // The listener holds the port: take it back, or both would stay.
-            let listener = port.listener.lock().take();
+            let listener = port.listener.lock().id.take();
             drop(listener);
             return Err(e);
         }
@@ -130,9 +143,23 @@ impl Port {
         Ok(port)
     }
 
-    /// `remove_port`: stops listening and tears down the port's queues.
+    /// A listening id on the port's address.
+    fn listen(self: &Arc<Self>) -> Result<CmId<Listener>> {
+        let listener = CmId::new(Arc::new(Listener { port: self.clone() }, GFP_KERNEL)?)?;
+        listener.set_afonly()?;
+        listener.bind(&self.address)?;
+        listener.listen(BACKLOG)?;
+        Ok(listener)
+    }
+
+    /// `remove_port`: stops listening (and any repair) and tears down the port's queues.
     pub(crate) fn disable(self: Arc<Self>) {
-        let listener = self.listener.lock().take();
+        let listener = {
+            let mut slot = self.listener.lock();
+            slot.disabled = true;
+            slot.id.take()
+        };
+        self.repair_wait.notify_all();
         drop(listener);
         self.target.remove_port(&self);
         self.target.close_queues(|queue| queue.is_on(&self));
@@ -173,9 +200,14 @@ impl Port {
 impl CmHandler for Listener {
     fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
         match event.kind() {
-            CmEventKind::DeviceRemoval => {
-                // The id cannot be destroyed from its own handler: a work item does it.
-                let port = this.port.clone();
+            kind @ (CmEventKind::DeviceRemoval | CmEventKind::AddrChange) => {
+                // The id cannot be destroyed from its own handler: the repair does it.
+                let port = &this.port;
+                pr_warn!(
+                    "port {}: listener lost ({:?}); re-creating it\n",
+                    port.id,
+                    kind
+                );
                 let _ = port.target.workqueue().queue().enqueue(port.clone());
             }
             kind => pr_info!("port {}: listener event {:?}\n", this.port.id, kind),
@@ -208,16 +240,38 @@ impl CmHandler for Listener {
 impl WorkItem for Port {
     type Pointer = Arc<Port>;
 
-    /// The listener's device went away: close the listener.
+    /// The listener's device went away or its address changed: destroy the lost id and
+    /// listen again, retrying every few seconds until it works or the port is disabled
+    /// (the device may come back later).
     fn run(this: Arc<Port>) {
-        let listener = this.listener.lock().take();
-        if listener.is_some() {
-            drop(listener);
-            pr_warn!(
-                "port {}: its RDMA device went away; the listener is closed: re-enable the \
-                 port to listen again\n",
-                this.id
-            );
+        let mut slot = this.listener.lock();
+        // Destroying the lost id lets the device's removal complete. Its handler does
+        // not take this lock, so waiting for a running handler here cannot deadlock.
+        drop(slot.id.take());
+        let mut tries = 0u32;
+        while !slot.disabled {
+            match this.listen() {
+                Ok(listener) => {
+                    slot.id = Some(listener);
+                    pr_info!("port {}: listening again on {}\n", this.id, this.address);
+                    return;
+                }
+                Err(e) => {
+                    if tries == 0 {
+                        pr_warn!(
+                            "port {}: cannot listen on {} ({:?}); retrying every {} s\n",
+                            this.id,
+                            this.address,
+                            e,
+                            REPAIR_RETRY_MS / 1000
+                        );
+                    }
+                    tries += 1;
+                    let _ = this
+                        .repair_wait
+                        .wait_interruptible_timeout(&mut slot, msecs_to_jiffies(REPAIR_RETRY_MS));
+                }
+            }
         }
     }
 }

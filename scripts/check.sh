@@ -39,6 +39,10 @@ CARGO_TARGET_DIR=$CACHE_DIR/cargo-target cargo test --quiet --offline \
 	--manifest-path "$REPO_ROOT/tests/host/wire/Cargo.toml"
 result host/nvmet-wire-unit-tests $?
 
+# ... and fuzzed: a short pass (scripts/fuzz-wire.sh; `make fuzz` runs longer).
+"$REPO_ROOT/scripts/fuzz-wire.sh" 30
+result host/nvmet-wire-fuzz $?
+
 build_log=$CACHE_DIR/runs/modules-build.log
 mkdir -p "$(dirname "$build_log")"
 make -C "$REPO_ROOT" clean >/dev/null

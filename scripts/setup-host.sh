@@ -37,6 +37,11 @@ if ! command -v bindgen >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/bindgen" ]; 
 	cargo install --locked bindgen-cli
 fi
 
+if ! command -v cargo-fuzz >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo-fuzz" ]; then
+	log "installing cargo-fuzz"
+	cargo install --locked cargo-fuzz@0.13.2
+fi
+
 if [ ! -e "$LIBCLANG_DIR/libclang.so" ]; then
 	log "installing libclang $LIBCLANG_VERSION (PyPI wheel) into $LIBCLANG_PREFIX"
 	python3 -m pip install --quiet --disable-pip-version-check \

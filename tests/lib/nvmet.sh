@@ -299,3 +299,70 @@ nvmet_lifecycle_test() {
 	kmemleak_check
 	echo "nvmet-lifecycle $transport: ok"
 }
+
+# nvmet_device_removal_test TRANSPORT_MODULE: the rxe device under an enabled port, a
+# connected host and running I/O goes away (`rdma link delete`) and comes back. The
+# target ends the queues on it, its listener is repaired without admin action (the
+# host connects again to the same configfs port), and what was acknowledged before is
+# still there. Then the transport unloads and nothing leaked.
+nvmet_device_removal_test() {
+	local transport=$1 dev fio_pid probe
+	kmemleak_start
+	veth_setup
+	rdma_link_add rxe0 rxe veth0
+	nvmet_load "$transport"
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+	nvmet_subsystem "$NQN"
+	nvmet_namespace "$NQN" 1 /dev/nullb0
+	nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+	nvmet_link 1 "$NQN"
+	dev=$(host_connect "$RRS_IP4_A" 4420)
+
+	step "data written and acknowledged before the device goes"
+	fio_verify "$dev" acked --rw=write --bs=4k --size=8M
+
+	step "rdma link delete under the live port, its queues and running I/O"
+	fio --name=under-removal --filename="$dev" --ioengine=libaio --direct=1 --rw=randread \
+		--bs=4k --iodepth=16 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
+	fio_pid=$!
+	sleep 3
+	rdma_link_delete rxe0
+	# The host's own RDMA client drops its controllers on the device; fio sees errors.
+	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
+	wait "$fio_pid" && fail "fio did not notice its device go away"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		assert_dmesg "nvmet_rdma_rs: port 1: listener lost \(DeviceRemoval\); re-creating it"
+		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
+	fi
+
+	rdma_link_add rxe0 rxe veth0
+	probe="nvme discover -t rdma -a $RRS_IP4_A -s 4420"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		step "the device comes back: the same port listens again by itself"
+		wait_until 40 bash -c "$probe >/dev/null 2>&1"
+		assert_dmesg "nvmet_rdma_rs: port 1: listening again on 10.77.0.1:4420"
+	else
+		# The C transport repairs a listener on ADDR_CHANGE only: after DEVICE_REMOVAL
+		# the port stays deaf until the administrator enables it again.
+		step "the device comes back: the port is deaf until re-enabled (C behaviour)"
+		sleep 12
+		$probe >/dev/null 2>&1 && fail "the C transport's port listens again by itself"
+		nvmet_unlink 1 "$NQN"
+		nvmet_link 1 "$NQN"
+		wait_until 20 bash -c "$probe >/dev/null 2>&1"
+	fi
+	dev=$(host_connect "$RRS_IP4_A" 4420)
+
+	step "what was acknowledged before the removal is intact"
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+	host_disconnect
+
+	step "tear down and unload"
+	nvmet_clear
+	modprobe -r nvme-rdma
+	wait_until 10 bash -c "[ \$(cat /sys/module/${transport//-/_}/refcnt) = 0 ]"
+	rmmod "$transport"
+	rdma_link_delete rxe0
+	kmemleak_check
+	echo "nvmet-device-removal $transport: ok"
+}

@@ -37,12 +37,19 @@ fuzz_target!(|input: &[u8]| {
     };
 
     if let Ok(data) = ConnectData::parse(connect, max_queue_size) {
-        let limit = if data.qid == 0 { ADMIN_QUEUE_DEPTH } else { max_queue_size };
+        let limit = if data.qid == 0 {
+            ADMIN_QUEUE_DEPTH
+        } else {
+            max_queue_size
+        };
         assert!(connect.len() >= ConnectData::LEN);
         assert!((1..=limit).contains(&data.recv_queue_size));
         assert!((1..=limit).contains(&data.send_queue_size));
         let accept = data.accept_data();
-        assert_eq!(u32::from(u16::from_le_bytes([accept[2], accept[3]])), data.recv_queue_size);
+        assert_eq!(
+            u32::from(u16::from_le_bytes([accept[2], accept[3]])),
+            data.recv_queue_size
+        );
     }
 
     match data_pointer(&command) {
