@@ -84,12 +84,10 @@ impl Cq {
         if context == PollContext::Direct {
             return Err(EINVAL);
         }
-        let nr_cqe = i32::try_from(entries).map_err(|_| EINVAL)?;
         let vector = i32::try_from(vector).map_err(|_| EINVAL)?;
         // SAFETY: `device` is registered; the pool keeps the CQ until it is put back.
-        let cq = unsafe {
-            bindings::ib_cq_pool_get(device.as_raw(), nr_cqe as u32, vector, context.raw())
-        };
+        let cq =
+            unsafe { bindings::ib_cq_pool_get(device.as_raw(), entries, vector, context.raw()) };
         Ok(Self {
             cq: super::from_err_ptr(cq)?,
             pooled: Some(entries),

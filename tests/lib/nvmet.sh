@@ -198,6 +198,20 @@ nvmet_io_test() {
 	echo "nvmet-io $transport over $provider: ok"
 }
 
+# nvmet_rxe_target TRANSPORT_MODULE: where most tests start: a veth pair, rxe0 on veth0,
+# the transport, a 1 GiB memory-backed null_blk as namespace 1 of $NQN, and port 1 on
+# $RRS_IP4_A:4420 exposing it.
+nvmet_rxe_target() {
+	veth_setup
+	rdma_link_add rxe0 rxe veth0
+	nvmet_load "$1"
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+	nvmet_subsystem "$NQN"
+	nvmet_namespace "$NQN" 1 /dev/nullb0
+	nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+	nvmet_link 1 "$NQN"
+}
+
 # nvmet_lifecycle_test TRANSPORT_MODULE: connect cycles, a port removed under a connected
 # host, a second port on IPv6, bad port settings, unload; over rxe.
 nvmet_lifecycle_test() {
@@ -205,14 +219,7 @@ nvmet_lifecycle_test() {
 	local prefix
 	prefix=$(log_prefix "$transport")
 	kmemleak_start
-	veth_setup
-	rdma_link_add rxe0 rxe veth0
-	nvmet_load "$transport"
-	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
-	nvmet_subsystem "$NQN"
-	nvmet_namespace "$NQN" 1 /dev/nullb0
-	nvmet_port 1 ipv4 "$ip" 4420
-	nvmet_link 1 "$NQN"
+	nvmet_rxe_target "$transport"
 
 	step "$cycles connect/disconnect cycles"
 	local i dev
@@ -308,14 +315,7 @@ nvmet_lifecycle_test() {
 nvmet_device_removal_test() {
 	local transport=$1 dev fio_pid probe
 	kmemleak_start
-	veth_setup
-	rdma_link_add rxe0 rxe veth0
-	nvmet_load "$transport"
-	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
-	nvmet_subsystem "$NQN"
-	nvmet_namespace "$NQN" 1 /dev/nullb0
-	nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
-	nvmet_link 1 "$NQN"
+	nvmet_rxe_target "$transport"
 	dev=$(host_connect "$RRS_IP4_A" 4420)
 
 	step "data written and acknowledged before the device goes"
