@@ -29,6 +29,9 @@ use kernel::{
 /// VMs emulate their CPUs.
 const STEP_TIMEOUT_MS: u32 = 10_000;
 
+/// How long a release waits for the server to acknowledge a disconnect.
+const CLOSE_TIMEOUT_MS: u32 = 2_000;
+
 /// Receive slots kept posted.
 const RECV_SLOTS: usize = 2;
 
@@ -49,6 +52,9 @@ struct Inbox {
     cm: Option<(CmEventKind, i32)>,
     /// Set when the connection went away.
     disconnected: bool,
+    /// Set when RDMA CM reported the end of the connection: the server's answer to our
+    /// disconnect, its own disconnect, or the device going away.
+    cm_closed: bool,
     /// Send queue completions, by tag.
     done: [Option<WorkCompletion>; TAGS],
     /// A received message: slot, completion, header, and when it arrived.
@@ -125,6 +131,7 @@ impl Session {
                 inbox <- new_spinlock!(Inbox {
                     cm: None,
                     disconnected: false,
+                    cm_closed: false,
                     done: [None; TAGS],
                     received: None,
                     bench: BenchProgress {
@@ -190,6 +197,23 @@ impl Session {
         })
     }
 
+    /// Waits (at most [`CLOSE_TIMEOUT_MS`]) until RDMA CM reports the connection closed.
+    ///
+    /// A disconnect is acknowledged only after the server moved its QP to the error state,
+    /// so once this returns no new request of the server is on its way to the local QP:
+    /// destroying the QP earlier races with the server's traffic, which soft-RoCE loopback
+    /// handles badly (a warning in `rxe_sched_task` on a QP whose last reference is gone).
+    fn wait_closed(&self) {
+        let mut inbox = self.inbox.lock();
+        let mut left = msecs_to_jiffies(CLOSE_TIMEOUT_MS);
+        while !inbox.cm_closed {
+            match self.changed.wait_interruptible_timeout(&mut inbox, left) {
+                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+                CondVarTimeoutResult::Timeout | CondVarTimeoutResult::Signal { .. } => break,
+            }
+        }
+    }
+
     /// Connects to `server`, unless connected already (`EISCONN`).
     pub(crate) fn connect(this: &Arc<Self>, server: &SocketAddr, global_rkey: bool) -> Result {
         let _operation = this.operation.lock();
@@ -200,6 +224,7 @@ impl Session {
             let mut inbox = this.inbox.lock();
             inbox.cm = None;
             inbox.disconnected = false;
+            inbox.cm_closed = false;
             inbox.received = None;
             inbox.done = [None; TAGS];
         }
@@ -791,6 +816,7 @@ impl Session {
         let link = self.link.lock().take();
         if let Some(link) = link {
             let _ = link.id.disconnect();
+            self.wait_closed();
             drop(link);
             pr_info!("session {}: disconnected\n", self.number);
         }
@@ -832,7 +858,11 @@ impl CmHandler for Session {
         match kind {
             CmEventKind::Disconnected | CmEventKind::DeviceRemoval | CmEventKind::AddrChange => {
                 pr_info!("{}\n", event.name().to_str().unwrap_or("?"));
-                this.inbox.lock().disconnected = true;
+                {
+                    let mut inbox = this.inbox.lock();
+                    inbox.disconnected = true;
+                    inbox.cm_closed = true;
+                }
                 let this: Arc<Self> = this.into();
                 let _ = this.queue.queue().enqueue(this.clone());
             }
@@ -856,6 +886,9 @@ impl WorkItem for Session {
     /// The connection went away: release its resources, so the device can go too.
     fn run(this: Arc<Session>) {
         let link = this.link.lock().take();
+        if link.is_some() {
+            this.wait_closed();
+        }
         drop(link);
     }
 }
