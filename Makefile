@@ -12,6 +12,8 @@
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
 #   make setup        host packages and toolchain only;  make kernel: the pinned kernel only
 #   make fuzz         fuzzes nvmet_rdma_rs/wire.rs for 10 minutes (FUZZ_SECONDS=...)
+#   make hostile-random   the hostile host's seeded random cases in the VM
+#                     (SEED=..., default the time; ITERATIONS=..., default 300)
 #   make fmt / fmt-check   rustfmt with the kernel's .rustfmt.toml
 #   make clean
 
@@ -25,7 +27,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 # Build with the same compilers the kernel was built with.
 KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)
 
-.PHONY: all modules setup kernel demo check bench fuzz fmt fmt-check clean
+.PHONY: all modules setup kernel demo check bench fuzz hostile-random fmt fmt-check clean
 
 all: modules
 
@@ -55,6 +57,9 @@ bench:
 FUZZ_SECONDS ?= 600
 fuzz: setup
 	$(SCRIPTS)/fuzz-wire.sh $(FUZZ_SECONDS)
+
+hostile-random:
+	$(SCRIPTS)/hostile-random.sh "$(SEED)" "$(ITERATIONS)"
 
 fmt:
 	@source $(SCRIPTS)/lib.sh; src=$$($(SCRIPTS)/fetch-kernel.sh); \

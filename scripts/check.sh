@@ -43,6 +43,12 @@ result host/nvmet-wire-unit-tests $?
 "$REPO_ROOT/scripts/fuzz-wire.sh" 30
 result host/nvmet-wire-fuzz $?
 
+# The hostile NVMe/RDMA host (tests/hostile, run in the VM by nvmet-hostile) builds
+# warning-free against rdma-core.
+cc -O1 -Wall -Wextra -Wno-missing-field-initializers -Werror -o "$CACHE_DIR/nvmf-hostile" \
+	"$REPO_ROOT/tests/hostile/nvmf-hostile.c" -lrdmacm -libverbs
+result host/hostile-host-builds $?
+
 build_log=$CACHE_DIR/runs/modules-build.log
 mkdir -p "$(dirname "$build_log")"
 make -C "$REPO_ROOT" clean >/dev/null

@@ -101,6 +101,46 @@ host_disconnect() {
 	wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
 }
 
+# fabrics_connect ADDRESS SERVICE OPTIONS: connects to $NQN by writing the option string
+# to /dev/nvme-fabrics, as nvme-cli does without its start-up cost under TCG (OPTIONS
+# starts with a comma: ",nr_io_queues=2,queue_size=16"); prints the controller (nvme0).
+fabrics_connect() {
+	local answer fd
+	exec {fd}<>/dev/nvme-fabrics
+	if ! echo "transport=rdma,traddr=$1,trsvcid=$2,nqn=$NQN$3" >&"$fd" 2>/dev/null; then
+		exec {fd}>&-
+		return 1
+	fi
+	read -r answer <&"$fd"
+	exec {fd}>&-
+	answer=${answer#instance=}
+	echo "nvme${answer%%,*}"
+}
+
+# fabrics_disconnect CTRL: deletes host controller CTRL (returns once it is gone).
+fabrics_disconnect() {
+	echo 1 >"/sys/class/nvme/$1/delete_controller"
+}
+
+# test_host_nqn N, test_host_id N: the host NQN and host ID of test host N.
+test_host_nqn() { echo "nqn.2026-11.io.rdma-rs:host$1"; }
+test_host_id() { printf '00000000-0000-4000-8000-%012x\n' "$1"; }
+
+# nvmet_assert_idle TRANSPORT_MODULE: no host controller left, no queue on the target, and
+# (ports aside) nobody holds the transport module.
+nvmet_assert_idle() {
+	wait_until 30 sh -c "! ls /sys/class/nvme | grep -q nvme"
+	if [ "$1" = nvmet_rdma_rs ]; then
+		wait_until 20 sh -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
+	fi
+	# nvmet core holds the transport once per enabled port (one with a subsystem).
+	local p enabled=0
+	for p in "$NVMET"/ports/*; do
+		[ -n "$(ls "$p/subsystems" 2>/dev/null)" ] && enabled=$((enabled + 1))
+	done
+	wait_until 10 bash -c "[ \$(cat /sys/module/${1//-/_}/refcnt) = $enabled ]"
+}
+
 # fio_verify DEVICE NAME [fio options...]: a fio job that writes with crc32c checksums
 # and reads everything back verified; fails on any error.
 fio_verify() {
@@ -215,32 +255,59 @@ nvmet_rxe_target() {
 # nvmet_lifecycle_test TRANSPORT_MODULE: connect cycles, a port removed under a connected
 # host, a second port on IPv6, bad port settings, unload; over rxe.
 nvmet_lifecycle_test() {
-	local transport=$1 ip=$RRS_IP4_A ip6=$RRS_IP6_A cycles=${NVMET_CYCLES:-50}
+	local transport=$1 ip=$RRS_IP4_A ip6=$RRS_IP6_A cycles=${NVMET_CYCLES:-200}
 	local prefix
 	prefix=$(log_prefix "$transport")
 	kmemleak_start
 	nvmet_rxe_target "$transport"
 
-	step "$cycles connect/disconnect cycles"
-	local i dev
+	step "$cycles connect/disconnect cycles, 1 to 3 I/O queues, I/O every tenth"
+	local i nr ctrl dev queues=0 cpus
+	cpus=$(nproc)
 	for ((i = 1; i <= cycles; i++)); do
+		nr=$((i % 3 + 1))
+		ctrl=$(fabrics_connect "$ip" 4420 ",nr_io_queues=$nr,queue_size=16") || fail "cycle $i: connect failed"
+		# (the host makes at most one I/O queue per CPU)
+		queues=$((queues + 1 + (nr < cpus ? nr : cpus)))
 		if ((i % 10 == 0)); then
-			# Every tenth time, I/O too.
-			dev=$(host_connect "$ip" 4420 --nr-io-queues=$((i % 2 + 1)) --queue-size=16)
+			wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 1 >/dev/null"
+			dev=$(ns_dev "$ctrl" 1)
+			wait_until 10 test -b "$dev"
 			dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "cycle $i: no I/O"
-		else
-			nvme connect -t rdma -n "$NQN" -a "$ip" -s 4420 --nr-io-queues=$((i % 2 + 1)) \
-				--queue-size=16 >/dev/null || fail "cycle $i: nvme connect failed"
-			wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
 		fi
-		host_disconnect
+		fabrics_disconnect "$ctrl"
+	done
+	nvmet_assert_idle "$transport"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		grep -q "connects $queues " /sys/kernel/debug/nvmet_rdma_rs/ports ||
+			{ cat /sys/kernel/debug/nvmet_rdma_rs/ports; fail "ports does not count $queues connections"; }
+	fi
+
+	step "16 hosts (own host NQN and ID each) connected at once, each one reads"
+	local h ctrls=()
+	queues=0
+	for ((h = 1; h <= 16; h++)); do
+		nr=$((h % 2 + 1))
+		((nr <= cpus)) || nr=$cpus
+		ctrl=$(fabrics_connect "$ip" 4420 ",nr_io_queues=$nr,queue_size=16,hostnqn=$(test_host_nqn "$h"),hostid=$(test_host_id "$h")") ||
+			fail "host $h: connect failed"
+		ctrls+=("$ctrl")
+		queues=$((queues + 1 + nr))
+	done
+	for ((h = 1; h <= 16; h++)); do
+		ctrl=${ctrls[h - 1]}
+		[ "$(cat "/sys/class/nvme/$ctrl/hostnqn")" = "$(test_host_nqn "$h")" ] || fail "$ctrl is not host $h's"
+		wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 1 >/dev/null"
+		dev=$(ns_dev "$ctrl" 1)
+		wait_until 10 test -b "$dev"
+		dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "host $h ($ctrl): no I/O"
 	done
 	if [ "$transport" = nvmet_rdma_rs ]; then
-		wait_until 20 sh -c "! grep -q . /sys/kernel/debug/nvmet_rdma_rs/queues"
-		# An admin queue each time, and two I/O queues in odd cycles, one in even ones.
-		grep -q "connects $((cycles + (cycles + 1) / 2 * 2 + cycles / 2)) " /sys/kernel/debug/nvmet_rdma_rs/ports ||
-			{ cat /sys/kernel/debug/nvmet_rdma_rs/ports; fail "ports does not count the connections"; }
+		[ "$(grep -c qid /sys/kernel/debug/nvmet_rdma_rs/queues)" = "$queues" ] ||
+			{ cat /sys/kernel/debug/nvmet_rdma_rs/queues; fail "the target does not show $queues queues"; }
 	fi
+	for ctrl in "${ctrls[@]}"; do fabrics_disconnect "$ctrl"; done
+	nvmet_assert_idle "$transport"
 
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		step "a connect request that is not NVMe/RDMA is rejected with an NVMe/RDMA CM status"
@@ -272,21 +339,6 @@ nvmet_lifecycle_test() {
 	nvmet_unlink 4 "$NQN"
 	rmdir "$NVMET/ports/4"
 
-	step "a port removed while a host is connected: its queues go, the host sees errors"
-	dev=$(host_connect "$ip" 4420 --reconnect-delay=1 --ctrl-loss-tmo=5)
-	fio --name=cut --filename="$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
-		--iodepth=8 --time_based --runtime=30 --output=/dev/null >/dev/null 2>&1 &
-	local fio_pid=$!
-	sleep 3
-	nvmet_unlink 1 "$NQN"
-	rmdir "$NVMET/ports/1"
-	if [ "$transport" = nvmet_rdma_rs ]; then
-		wait_until 20 sh -c "! grep -q 'port 1 ' /sys/kernel/debug/nvmet_rdma_rs/queues"
-	fi
-	wait "$fio_pid" || true
-	nvme disconnect -n "$NQN" >/dev/null 2>&1 || true
-	wait_until 30 sh -c "! ls /sys/class/nvme | grep -q nvme"
-
 	step "bad port settings are refused when the port is enabled"
 	nvmet_port 3 ipv4 "$ip6" 4422
 	if ln -s "$NVMET/subsystems/$NQN" "$NVMET/ports/3/subsystems/$NQN" 2>/dev/null; then
@@ -307,21 +359,93 @@ nvmet_lifecycle_test() {
 	echo "nvmet-lifecycle $transport: ok"
 }
 
-# nvmet_device_removal_test TRANSPORT_MODULE: the rxe device under an enabled port, a
-# connected host and running I/O goes away (`rdma link delete`) and comes back. The
-# target ends the queues on it, its listener is repaired without admin action (the
-# host connects again to the same configfs port), and what was acknowledged before is
-# still there. Then the transport unloads and nothing leaked.
-nvmet_device_removal_test() {
-	local transport=$1 dev fio_pid probe
+# load_start DEVICE: verified random writes to [16 MiB, 32 MiB) of DEVICE for up to 40 s
+# in the background (checked as they go, so a lost acknowledged write shows).
+load_start() {
+	fio --name=load --filename="$1" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+		--iodepth=16 --offset=16M --size=16M --verify=crc32c --verify_backlog=64 \
+		--verify_fatal=1 --time_based --runtime=40 --output=/tmp/fio-load.out >/dev/null 2>&1 &
+	LOAD_PID=$!
+	sleep 3
+}
+
+# load_end failed|any: waits for the load; "failed" insists that it saw I/O errors. Either
+# way, a verify mismatch (data acknowledged and then not read back) fails the test.
+load_end() {
+	local rc=0
+	wait "$LOAD_PID" || rc=$?
+	if grep -Eiq "verify.*(fail|bad)|bad magic|bad header" /tmp/fio-load.out; then
+		cat /tmp/fio-load.out
+		fail "the load read back something other than what it wrote"
+	fi
+	[ "$1" = failed ] && [ "$rc" = 0 ] && fail "the load saw no I/O error"
+	echo "load ended with status $rc"
+}
+
+# host_lost: waits until the host controller of $NQN has left the live state.
+host_lost() {
+	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
+}
+
+# nvmet_teardown_test TRANSPORT_MODULE: teardown under verified load, one after the other on
+# one target: (a) the host disconnects, (b) the port is unlinked from the subsystem, (c)
+# the port is removed, (e) the namespace is disabled, (d) the rxe device goes away
+# (`rdma link delete`) and comes back. Each time the target's queues end, the host sees
+# errors or reconnects, and what was acknowledged before is read back intact. Then the
+# transport unloads and nothing leaked.
+nvmet_teardown_test() {
+	local transport=$1 dev fio_pid probe ns="$NVMET/subsystems/$NQN/namespaces/1"
+	local reconnect=(--reconnect-delay=1 --ctrl-loss-tmo=120)
 	kmemleak_start
 	nvmet_rxe_target "$transport"
-	dev=$(host_connect "$RRS_IP4_A" 4420)
+	dev=$(host_connect "$RRS_IP4_A" 4420 "${reconnect[@]}")
 
-	step "data written and acknowledged before the device goes"
+	step "data written and acknowledged before any teardown"
 	fio_verify "$dev" acked --rw=write --bs=4k --size=8M
 
-	step "rdma link delete under the live port, its queues and running I/O"
+	step "(a) the host disconnects under load"
+	load_start "$dev"
+	nvme disconnect -n "$NQN" >/dev/null
+	load_end failed
+	nvmet_assert_idle "$transport"
+	dev=$(host_connect "$RRS_IP4_A" 4420 "${reconnect[@]}")
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+
+	step "(b) the port is unlinked from the subsystem under load; linked again, the host is back"
+	load_start "$dev"
+	nvmet_unlink 1 "$NQN"
+	host_lost
+	[ "$transport" = nvmet_rdma_rs ] && wait_until 20 sh -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
+	nvmet_link 1 "$NQN"
+	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
+	load_end any
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+
+	step "(c) the port is removed under load; made again, the host is back"
+	load_start "$dev"
+	nvmet_unlink 1 "$NQN"
+	rmdir "$NVMET/ports/1"
+	host_lost
+	[ "$transport" = nvmet_rdma_rs ] && wait_until 20 sh -c "! grep -q 'port 1 ' /sys/kernel/debug/nvmet_rdma_rs/queues"
+	nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+	nvmet_link 1 "$NQN"
+	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
+	load_end any
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+
+	step "(e) the namespace is disabled under load; enabled again, the host finds it again"
+	load_start "$dev"
+	echo 0 >"$ns/enable"
+	load_end failed
+	echo 1 >"$ns/enable"
+	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; c=\$(host_ctrl $NQN) && d=\$(ns_dev \$c 1) && test -b \$d"
+	dev=$(ns_dev "$(host_ctrl "$NQN")" 1)
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+	host_disconnect
+	nvmet_assert_idle "$transport"
+	dev=$(host_connect "$RRS_IP4_A" 4420)
+
+	step "(d) rdma link delete under the live port, its queues and running I/O"
 	fio --name=under-removal --filename="$dev" --ioengine=libaio --direct=1 --rw=randread \
 		--bs=4k --iodepth=16 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
 	fio_pid=$!
@@ -360,9 +484,41 @@ nvmet_device_removal_test() {
 	step "tear down and unload"
 	nvmet_clear
 	modprobe -r nvme-rdma
-	wait_until 10 bash -c "[ \$(cat /sys/module/${transport//-/_}/refcnt) = 0 ]"
+	nvmet_assert_idle "$transport"
 	rmmod "$transport"
 	rdma_link_delete rxe0
 	kmemleak_check
-	echo "nvmet-device-removal $transport: ok"
+	echo "nvmet-teardown $transport: ok"
+}
+
+# nvmet_hostile_test TRANSPORT_MODULE [nvmf-hostile options...]: the hostile host
+# (tests/hostile/nvmf-hostile.c, built here: the guest shares the host's compiler and
+# rdma-core headers) against the transport, then a well-behaved host with verified I/O,
+# no queue left, unload, no leak.
+nvmet_hostile_test() {
+	local transport=$1 dev rc=0
+	shift
+	kmemleak_start
+	nvmet_rxe_target "$transport"
+	cc -O1 -Wall -o /tmp/nvmf-hostile "$RRS_REPO/tests/hostile/nvmf-hostile.c" -lrdmacm -libverbs ||
+		fail "cannot build the hostile host"
+
+	step "the hostile host: ${*:-every case}"
+	/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" "$@" || rc=$?
+	[ "$rc" = 0 ] || fail "the hostile host reports failed cases (status $rc)"
+
+	step "afterwards: no queue is left, a real host is served with verified I/O"
+	nvmet_assert_idle "$transport"
+	dev=$(host_connect "$RRS_IP4_A" 4420)
+	fio_verify "$dev" after-hostile --rw=randwrite --bs=4k --iodepth=16 --size=4M
+	host_disconnect
+
+	step "tear down and unload"
+	nvmet_clear
+	modprobe -r nvme-rdma
+	nvmet_assert_idle "$transport"
+	rmmod "$transport"
+	rdma_link_delete rxe0
+	kmemleak_check
+	echo "nvmet-hostile $transport: ok"
 }

@@ -1,0 +1,1142 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvmf-hostile: an NVMe/RDMA host that misbehaves on purpose, to check that a target
+ * answers every malformed or out-of-order request with an NVMe error status or a clean
+ * end of the queue, and keeps serving the hosts that behave.
+ *
+ * Built on rdma-core (librdmacm, libibverbs; the rxe provider in the test VM). Each case
+ * opens its own connections; after each one, a well-behaved admin connection must still
+ * work (connect, enable, Identify). The expected outcomes follow the pinned kernel's
+ * drivers/nvme/target/rdma.c and nvmet core, and where the C transport trusts the host
+ * more than it should, the stricter answer (noted at the case).
+ *
+ *   nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-c CASE]...     named cases (default: all)
+ *   nvmf-hostile -a ADDR [-p PORT] -n SUBNQN -s SEED -i N     N random cases from SEED
+ *
+ * Exit status 0 when every case ended as expected; each case prints one line.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SQE_SIZE 64
+#define CQE_SIZE 16
+#define RECV_SLOTS 32
+/* Room for a capsule well past any in-capsule size a port may have. */
+#define SEND_BUF_SIZE (64 * 1024)
+/* Host memory the target may READ from or WRITE to through the data key. */
+#define DATA_BUF_SIZE (4 * 1024 * 1024)
+#define TIMEOUT_MS 8000
+
+/* NVMe/RDMA and NVMe values (include/linux/nvme.h, nvme-rdma.h). */
+#define OPC_FLUSH 0x00
+#define OPC_WRITE 0x01
+#define OPC_READ 0x02
+#define OPC_ADMIN_IDENTIFY 0x06
+#define OPC_FABRICS 0x7f
+#define FCTYPE_PROPERTY_SET 0x00
+#define FCTYPE_CONNECT 0x01
+#define FLAGS_SGL 0x40 /* PSDT: SGL for data, MPTR a single SGL (nvmet requires it) */
+#define SGL_INCAPSULE 0x01 /* data block, offset subtype */
+#define SGL_KEYED 0x40 /* keyed data block, address subtype */
+#define SGL_KEYED_INV 0x4f /* keyed data block, invalidate subtype */
+#define SC_INVALID_FIELD 0x2
+#define SC_SGL_INVALID_TYPE 0x11
+#define SC_SGL_INVALID_OFFSET 0x16
+#define SC_DNR 0x4000
+#define CM_INVALID_RECFMT 2
+#define CM_INVALID_HSQSIZE 4
+#define CM_INVALID_HRQSIZE 5
+#define AQ_DEPTH 32
+
+static const char *opt_addr, *opt_port = "4420", *opt_nqn;
+static bool verbose;
+
+/* One RDMA connection acting as an NVMe/RDMA host queue. */
+struct conn {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq; /* send and receive completions, apart */
+	struct ibv_mr *recv_mr, *send_mr, *data_mr;
+	uint8_t *recv_buf, *send_buf, *data_buf;
+	bool gone; /* disconnected, or the QP failed */
+	int reject; /* NVMe/RDMA CM status of a reject, -1 for other failures */
+	uint16_t next_cid;
+	unsigned int sends_pending;
+};
+
+/* The outcome of a command. */
+enum outcome { ANSWERED, TORN_DOWN, TIMED_OUT };
+
+struct response {
+	uint64_t result;
+	uint16_t cid;
+	uint16_t status; /* status code, type and DNR (no phase, More or CRD bits) */
+};
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!verbose)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* xorshift64*: the random mode's only source, so a seed replays a run exactly. */
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+static uint32_t rnd_below(uint32_t n) { return n ? rnd() % n : 0; }
+
+static void put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
+static void put24(uint8_t *p, uint32_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+}
+
+/* Waits for the next CM event (up to ms); returns its type, or -1. */
+static int cm_wait(struct conn *c, int ms, struct rdma_cm_event *copy)
+{
+	struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	int type;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return -1;
+	if (rdma_get_cm_event(c->ch, &ev))
+		return -1;
+	type = ev->event;
+	if (copy)
+		*copy = *ev;
+	if (type == RDMA_CM_EVENT_REJECTED) {
+		const uint8_t *pd = ev->param.conn.private_data;
+
+		c->reject = (pd && ev->param.conn.private_data_len >= 4) ? (pd[2] | pd[3] << 8) : -1;
+	}
+	rdma_ack_cm_event(ev);
+	return type;
+}
+
+static void conn_free(struct conn *c)
+{
+	if (!c)
+		return;
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->recv_mr)
+		ibv_dereg_mr(c->recv_mr);
+	if (c->send_mr)
+		ibv_dereg_mr(c->send_mr);
+	if (c->data_mr)
+		ibv_dereg_mr(c->data_mr);
+	if (c->scq)
+		ibv_destroy_cq(c->scq);
+	if (c->rcq)
+		ibv_destroy_cq(c->rcq);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ch)
+		rdma_destroy_event_channel(c->ch);
+	free(c->recv_buf);
+	free(c->send_buf);
+	free(c->data_buf);
+	free(c);
+}
+
+/* Disconnects (waiting briefly for the target's answer) and frees everything. */
+static void conn_close(struct conn *c)
+{
+	if (!c)
+		return;
+	if (!c->gone && !rdma_disconnect(c->id)) {
+		uint64_t end = now_ms() + 2000;
+
+		while (now_ms() < end) {
+			int t = cm_wait(c, 100, NULL);
+
+			if (t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_TIMEWAIT_EXIT)
+				break;
+		}
+	}
+	conn_free(c);
+}
+
+static int post_recv(struct conn *c, unsigned int slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(c->recv_buf + slot * CQE_SIZE),
+		.length = CQE_SIZE,
+		.lkey = c->recv_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(c->id->qp, &wr, &bad);
+}
+
+/*
+ * Opens a queue: RDMA CM connect with the NVMe/RDMA private data (pd, pd_len bytes).
+ * Returns the connection with c->gone clear when established; on a reject, c->gone is
+ * set and c->reject holds the target's status.
+ */
+static struct conn *conn_open_raw(const uint8_t *pd, uint8_t pd_len)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res = NULL;
+	struct ibv_qp_init_attr qpa = { 0 };
+	struct rdma_conn_param param = { 0 };
+	int i, t;
+
+	if (!c)
+		return NULL;
+	c->reject = -1;
+	c->gone = true;
+	c->recv_buf = calloc(RECV_SLOTS, CQE_SIZE);
+	c->send_buf = calloc(1, SEND_BUF_SIZE);
+	c->data_buf = aligned_alloc(4096, DATA_BUF_SIZE);
+	c->ch = rdma_create_event_channel();
+	if (!c->recv_buf || !c->send_buf || !c->data_buf || !c->ch)
+		goto fail;
+	memset(c->data_buf, 0, DATA_BUF_SIZE);
+	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP))
+		goto fail;
+	if (rdma_getaddrinfo(opt_addr, opt_port, &hints, &res))
+		goto fail;
+	if (rdma_resolve_addr(c->id, NULL, res->ai_dst_addr, 2000) ||
+	    cm_wait(c, TIMEOUT_MS, NULL) != RDMA_CM_EVENT_ADDR_RESOLVED)
+		goto fail;
+	if (rdma_resolve_route(c->id, 2000) ||
+	    cm_wait(c, TIMEOUT_MS, NULL) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		goto fail;
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	c->scq = c->pd ? ibv_create_cq(c->id->verbs, 256, NULL, NULL, 0) : NULL;
+	c->rcq = c->scq ? ibv_create_cq(c->id->verbs, RECV_SLOTS, NULL, NULL, 0) : NULL;
+	if (!c->rcq)
+		goto fail;
+	c->recv_mr = ibv_reg_mr(c->pd, c->recv_buf, RECV_SLOTS * CQE_SIZE, IBV_ACCESS_LOCAL_WRITE);
+	c->send_mr = ibv_reg_mr(c->pd, c->send_buf, SEND_BUF_SIZE, 0);
+	c->data_mr = ibv_reg_mr(c->pd, c->data_buf, DATA_BUF_SIZE,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	if (!c->recv_mr || !c->send_mr || !c->data_mr)
+		goto fail;
+	qpa.send_cq = c->scq;
+	qpa.recv_cq = c->rcq;
+	qpa.qp_type = IBV_QPT_RC;
+	qpa.cap.max_send_wr = 128;
+	qpa.cap.max_recv_wr = RECV_SLOTS;
+	qpa.cap.max_send_sge = 1;
+	qpa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(c->id, c->pd, &qpa))
+		goto fail;
+	for (i = 0; i < RECV_SLOTS; i++)
+		if (post_recv(c, i))
+			goto fail;
+	param.private_data = pd;
+	param.private_data_len = pd_len;
+	param.responder_resources = 16;
+	param.initiator_depth = 16;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	if (rdma_connect(c->id, &param))
+		goto fail;
+	t = cm_wait(c, TIMEOUT_MS, NULL);
+	rdma_freeaddrinfo(res);
+	if (t == RDMA_CM_EVENT_ESTABLISHED)
+		c->gone = false;
+	return c;
+fail:
+	if (res)
+		rdma_freeaddrinfo(res);
+	conn_free(c);
+	return NULL;
+}
+
+/* A queue with well-formed private data: qid, host receive and send queue sizes. */
+static struct conn *conn_open(uint16_t qid, uint16_t hrqsize, uint16_t hsqsize)
+{
+	uint8_t pd[32] = { 0 };
+
+	put16(pd + 2, qid);
+	put16(pd + 4, hrqsize);
+	put16(pd + 6, hsqsize);
+	return conn_open_raw(pd, sizeof(pd));
+}
+
+/* Sends len bytes of c->send_buf as one capsule and waits until it is gone. */
+static int send_capsule(struct conn *c, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)c->send_buf,
+		.length = len,
+		.lkey = c->send_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1,
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+	uint64_t end = now_ms() + TIMEOUT_MS;
+
+	if (c->gone)
+		return -1;
+	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+		c->gone = true;
+		return -1;
+	}
+	while (now_ms() < end) {
+		int n = ibv_poll_cq(c->scq, 1, &wc);
+
+		if (n < 0)
+			break;
+		if (n == 0) {
+			usleep(50);
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS) {
+			say("  send: %s\n", ibv_wc_status_str(wc.status));
+			c->gone = true;
+			return -1;
+		}
+		if (wc.wr_id == 1)
+			return 0;
+	}
+	c->gone = true;
+	return -1;
+}
+
+/*
+ * Waits for the response to command cid. Responses to other commands (a burst's) are
+ * counted in *others. Returns TORN_DOWN when the target ends the connection.
+ */
+static enum outcome wait_response(struct conn *c, uint16_t cid, struct response *r, int *others)
+{
+	uint64_t end = now_ms() + TIMEOUT_MS;
+	struct ibv_wc wc;
+
+	while (!c->gone && now_ms() < end) {
+		int n = ibv_poll_cq(c->rcq, 1, &wc);
+		int t;
+
+		if (n < 0)
+			break;
+		if (n == 1) {
+			const uint8_t *cqe;
+			struct response got;
+
+			if (wc.status != IBV_WC_SUCCESS) {
+				say("  completion: %s\n", ibv_wc_status_str(wc.status));
+				c->gone = true;
+				break;
+			}
+			if (wc.opcode != IBV_WC_RECV)
+				continue;
+			cqe = c->recv_buf + wc.wr_id * CQE_SIZE;
+			memcpy(&got.result, cqe, 8);
+			got.result = le64toh(got.result);
+			got.cid = cqe[12] | cqe[13] << 8;
+			/* Without the phase bit, and without More and CRD: nvmet sets More when
+			 * its error log has an entry, which says nothing about the status. */
+			got.status = ((cqe[14] | cqe[15] << 8) >> 1) & ~0x3800;
+			post_recv(c, wc.wr_id);
+			if (got.cid == cid) {
+				if (r)
+					*r = got;
+				return ANSWERED;
+			}
+			if (others)
+				(*others)++;
+			continue;
+		}
+		t = cm_wait(c, 1, NULL);
+		if (t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			c->gone = true;
+	}
+	return c->gone ? TORN_DOWN : TIMED_OUT;
+}
+
+/* Waits until the target ends the connection; false if it stays up for the timeout. */
+static bool wait_torn_down(struct conn *c)
+{
+	return wait_response(c, 0xffff, NULL, NULL) == TORN_DOWN;
+}
+
+/* A fresh submission queue entry in c->send_buf with the next command id and no data. */
+static uint8_t *sqe(struct conn *c, uint8_t opcode, uint16_t *cid)
+{
+	uint8_t *s = c->send_buf;
+
+	memset(s, 0, SQE_SIZE);
+	s[0] = opcode;
+	s[1] = FLAGS_SGL;
+	*cid = c->next_cid++;
+	if (c->next_cid == 0xffff)
+		c->next_cid = 0;
+	put16(s + 2, *cid);
+	/* No data: a null keyed descriptor, as the Linux host sends (nvme_rdma_set_sg_null). */
+	s[39] = SGL_KEYED;
+	return s;
+}
+
+/* The data pointer: a keyed descriptor into c->data_buf at offset off. */
+static void sgl_keyed(struct conn *c, uint8_t *s, size_t off, uint32_t len, uint32_t key, uint8_t type)
+{
+	put64(s + 24, (uintptr_t)(c->data_buf + off));
+	put24(s + 32, len);
+	put32(s + 35, key);
+	s[39] = type;
+}
+
+/* The data pointer: in-capsule data at offset off. */
+static void sgl_in_capsule(uint8_t *s, uint64_t off, uint32_t len)
+{
+	put64(s + 24, off);
+	put32(s + 32, len);
+	s[39] = SGL_INCAPSULE;
+}
+
+static enum outcome run(struct conn *c, size_t len, uint16_t cid, struct response *r)
+{
+	if (send_capsule(c, len))
+		return c->gone ? (wait_torn_down(c), TORN_DOWN) : TIMED_OUT;
+	return wait_response(c, cid, r, NULL);
+}
+
+/*
+ * The fabrics Connect command for queue qid, its data (host ID, controller ID, NQNs)
+ * through a keyed SGL (in the capsule for I/O queues when in_capsule is set).
+ */
+static enum outcome nvmf_connect(struct conn *c, uint16_t qid, uint16_t sqsize, uint16_t cntlid,
+				 bool in_capsule, struct response *r)
+{
+	uint16_t cid;
+	uint8_t *s = sqe(c, OPC_FABRICS, &cid);
+	uint8_t *data = in_capsule ? c->send_buf + SQE_SIZE : c->data_buf;
+	static const char hostnqn[] = "nqn.2026-11.io.rdma-rs:hostile";
+
+	s[4] = FCTYPE_CONNECT;
+	put16(s + 42, qid);
+	put16(s + 44, sqsize);
+	memset(data, 0, 1024);
+	memcpy(data, "hostile-host-id!", 16);
+	put16(data + 16, cntlid);
+	snprintf((char *)data + 256, 256, "%s", opt_nqn);
+	snprintf((char *)data + 512, 256, "%s", hostnqn);
+	if (in_capsule) {
+		sgl_in_capsule(s, 0, 1024);
+		return run(c, SQE_SIZE + 1024, cid, r);
+	}
+	sgl_keyed(c, s, 0, 1024, c->data_mr->rkey, SGL_KEYED);
+	return run(c, SQE_SIZE, cid, r);
+}
+
+/* Property Set CC: enable the controller (4 KiB pages, 64 B SQEs, 16 B CQEs). */
+static enum outcome nvmf_enable(struct conn *c, struct response *r)
+{
+	uint16_t cid;
+	uint8_t *s = sqe(c, OPC_FABRICS, &cid);
+
+	s[4] = FCTYPE_PROPERTY_SET;
+	put32(s + 44, 0x14);
+	put64(s + 48, 0x00460001);
+	return run(c, SQE_SIZE, cid, r);
+}
+
+/* An admin queue, connected and enabled; *cntlid is its controller. NULL on failure. */
+static struct conn *admin_queue(uint16_t *cntlid)
+{
+	struct conn *c = conn_open(0, AQ_DEPTH, AQ_DEPTH - 1);
+	struct response r;
+
+	if (!c || c->gone)
+		goto fail;
+	if (nvmf_connect(c, 0, AQ_DEPTH - 1, 0xffff, false, &r) != ANSWERED || r.status) {
+		say("  admin connect: status %#x\n", r.status);
+		goto fail;
+	}
+	*cntlid = r.result & 0xffff;
+	if (nvmf_enable(c, &r) != ANSWERED || r.status) {
+		say("  enable: status %#x\n", r.status);
+		goto fail;
+	}
+	return c;
+fail:
+	conn_close(c);
+	return NULL;
+}
+
+/* An I/O queue (qid 1, depth) of controller cntlid, connected. */
+static struct conn *io_queue(uint16_t cntlid, uint16_t depth)
+{
+	struct conn *c = conn_open(1, depth, depth - 1);
+	struct response r;
+
+	if (!c || c->gone || nvmf_connect(c, 1, depth - 1, cntlid, true, &r) != ANSWERED ||
+	    r.status) {
+		conn_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Identify controller through a keyed SGL of len bytes at offset 0. */
+static enum outcome identify(struct conn *c, uint32_t len, uint32_t key, struct response *r)
+{
+	uint16_t cid;
+	uint8_t *s = sqe(c, OPC_ADMIN_IDENTIFY, &cid);
+
+	s[40] = 1; /* CNS: controller */
+	sgl_keyed(c, s, 0, len, key, SGL_KEYED);
+	return run(c, SQE_SIZE, cid, r);
+}
+
+/* Read or write nlb blocks (512 B) at lba through a keyed SGL of len bytes. */
+static uint8_t *rw_sqe(struct conn *c, uint8_t opc, uint64_t lba, uint16_t nlb, uint16_t *cid)
+{
+	uint8_t *s = sqe(c, opc, cid);
+
+	put32(s + 4, 1); /* nsid */
+	put64(s + 40, lba);
+	put16(s + 48, nlb - 1);
+	return s;
+}
+
+/* The target still serves a well-behaved host: a fresh admin queue identifies. */
+static bool target_serves(void)
+{
+	uint16_t cntlid;
+	struct conn *c = admin_queue(&cntlid);
+	struct response r;
+	bool ok;
+
+	if (!c)
+		return false;
+	ok = identify(c, 4096, c->data_mr->rkey, &r) == ANSWERED && r.status == 0;
+	/* The subsystem NQN sits at byte 768 of the Identify Controller data. */
+	ok = ok && strncmp((char *)c->data_buf + 768, opt_nqn, strlen(opt_nqn)) == 0;
+	conn_close(c);
+	return ok;
+}
+
+static int failures;
+static char why[256];
+
+#define EXPECT(cond, ...)                                        \
+	do {                                                     \
+		if (!(cond)) {                                   \
+			snprintf(why, sizeof(why), __VA_ARGS__); \
+			goto out;                                \
+		}                                                \
+	} while (0)
+
+static const char *outcome_name(enum outcome o)
+{
+	return o == ANSWERED ? "answered" : o == TORN_DOWN ? "torn down" : "timed out";
+}
+
+/* Expects command cid's status to be want (exactly, DNR included). */
+#define EXPECT_STATUS(o, r, want, what)                                                      \
+	EXPECT((o) == ANSWERED && (r).status == (want), "%s: %s, status %#x, expected %#x", \
+	       what, outcome_name(o), (o) == ANSWERED ? (r).status : 0, want)
+
+/* --- the cases -------------------------------------------------------------------- */
+
+/* A capsule shorter than a command: the queue ends (C: "capsule size less than 64"). */
+static bool case_truncated(void)
+{
+	uint16_t cntlid;
+	struct conn *a = admin_queue(&cntlid);
+	size_t sizes[] = { 0, 1, 16, 63 };
+	bool ok = false;
+	unsigned int i;
+
+	conn_close(a);
+	a = NULL;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		a = admin_queue(&cntlid);
+		EXPECT(a, "no admin queue");
+		memset(a->send_buf, 0xa5, SQE_SIZE);
+		EXPECT(send_capsule(a, sizes[i]) == 0 || a->gone, "send failed");
+		EXPECT(wait_torn_down(a), "a %zu-byte capsule left the queue up", sizes[i]);
+		conn_close(a);
+		a = NULL;
+	}
+	ok = true;
+out:
+	conn_close(a);
+	return ok;
+}
+
+/* A capsule larger than the receive buffer: the receive fails, the queue ends. */
+static bool case_oversized(void)
+{
+	uint16_t cntlid;
+	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	uint16_t cid;
+	bool ok = false;
+
+	EXPECT(a, "no admin queue");
+	/* The admin queue takes no in-capsule data: 64 B + 1 is too much. */
+	sqe(a, OPC_ADMIN_IDENTIFY, &cid);
+	send_capsule(a, SQE_SIZE + 1);
+	EXPECT(wait_torn_down(a), "a 65-byte admin capsule left the queue up");
+	conn_close(a);
+	a = admin_queue(&cntlid);
+	EXPECT(a, "no admin queue");
+	q = io_queue(cntlid, 16);
+	EXPECT(q, "no I/O queue");
+	/* Past any port's in-capsule size (at most 16 KiB + the command). */
+	rw_sqe(q, OPC_WRITE, 0, 8, &cid);
+	sgl_in_capsule(q->send_buf, 0, 4096);
+	send_capsule(q, SEND_BUF_SIZE);
+	EXPECT(wait_torn_down(q), "a %d-byte capsule left the queue up", SEND_BUF_SIZE);
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * Every SGL descriptor type and subtype, zero-length, on a Flush (no data): data block
+ * with offset subtype -> Invalid Field (in-capsule data is for writes only), other data
+ * block subtypes -> Invalid Field, keyed address/invalidate -> success, other keyed
+ * subtypes -> Invalid Field, any other type -> SGL Descriptor Type Invalid; all with DNR.
+ * A PSDT other than "SGL, MPTR single" is refused by nvmet core (Invalid Field).
+ */
+static bool case_sgl_types(void)
+{
+	uint16_t cntlid, cid, want;
+	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+	int kind;
+
+	EXPECT(a, "no admin queue");
+	q = io_queue(cntlid, 32);
+	EXPECT(q, "no I/O queue");
+	for (kind = 0; kind < 256; kind++) {
+		uint8_t *s = sqe(q, OPC_FLUSH, &cid);
+
+		put32(s + 4, 1);
+		s[39] = kind;
+		if (kind == SGL_KEYED || kind == SGL_KEYED_INV)
+			want = 0;
+		else if (kind >> 4 == 0 || kind >> 4 == 4)
+			want = SC_INVALID_FIELD | SC_DNR;
+		else
+			want = SC_SGL_INVALID_TYPE | SC_DNR;
+		o = run(q, SQE_SIZE, cid, &r);
+		EXPECT(o == ANSWERED && r.status == want, "SGL type %#04x: %s, status %#x, expected %#x",
+		       kind, outcome_name(o), r.status, want);
+	}
+	for (kind = 0; kind < 4; kind++) {
+		uint8_t *s = sqe(q, OPC_FLUSH, &cid);
+
+		if (kind == 1)
+			continue;
+		put32(s + 4, 1);
+		s[1] = kind << 6;
+		s[39] = SGL_KEYED;
+		o = run(q, SQE_SIZE, cid, &r);
+		EXPECT(o == ANSWERED && r.status == (SC_INVALID_FIELD | SC_DNR),
+		       "PSDT %d: %s, status %#x", kind, outcome_name(o), r.status);
+	}
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/* Keyed SGLs with a key the host never gave: the RDMA fails, the queue ends. */
+static bool case_bad_keys(void)
+{
+	uint16_t cntlid, cid;
+	struct conn *a = NULL, *q = NULL;
+	struct response r;
+	bool ok = false;
+	int dir;
+
+	for (dir = 0; dir < 3; dir++) {
+		a = admin_queue(&cntlid);
+		EXPECT(a, "no admin queue");
+		if (dir == 0) {
+			/* Identify: the target WRITEs to host memory. */
+			EXPECT(identify(a, 4096, a->data_mr->rkey ^ 0x5a5a5a00, &r) == TORN_DOWN,
+			       "Identify with a bad key: not torn down (status %#x)", r.status);
+		} else {
+			q = io_queue(cntlid, 16);
+			EXPECT(q, "no I/O queue");
+			/* Write: the target READs host memory; Read: it WRITEs. */
+			rw_sqe(q, dir == 1 ? OPC_WRITE : OPC_READ, 0, 8, &cid);
+			sgl_keyed(q, q->send_buf, 0, 4096, q->data_mr->rkey + 0x100, SGL_KEYED);
+			EXPECT(run(q, SQE_SIZE, cid, &r) == TORN_DOWN,
+			       "%s with a bad key: not torn down", dir == 1 ? "Write" : "Read");
+		}
+		conn_close(q);
+		conn_close(a);
+		q = a = NULL;
+	}
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * Keyed lengths 0, 1, 16 MiB - 1 on a 4 KiB Read (8 blocks): nvmet core refuses a
+ * transfer length that differs from the command's (SGL Data Block Invalid or, where the
+ * buffer cannot be had, an internal error), the queue stays. An in-capsule length beyond
+ * the port's size: SGL Offset Invalid.
+ */
+static bool case_lengths(void)
+{
+	uint32_t lens[] = { 0, 1, 4095, 4097, (1u << 24) - 1 };
+	uint16_t cntlid, cid;
+	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+	unsigned int i;
+
+	EXPECT(a, "no admin queue");
+	q = io_queue(cntlid, 16);
+	EXPECT(q, "no I/O queue");
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		rw_sqe(q, OPC_READ, 0, 8, &cid);
+		sgl_keyed(q, q->send_buf, 0, lens[i], q->data_mr->rkey, SGL_KEYED);
+		o = run(q, SQE_SIZE, cid, &r);
+		EXPECT(o == ANSWERED && r.status != 0, "Read of 4 KiB with keyed length %u: %s, status %#x",
+		       lens[i], outcome_name(o), r.status);
+	}
+	/* The right length works on the same queue. */
+	rw_sqe(q, OPC_READ, 0, 8, &cid);
+	sgl_keyed(q, q->send_buf, 0, 4096, q->data_mr->rkey, SGL_KEYED);
+	o = run(q, SQE_SIZE, cid, &r);
+	EXPECT_STATUS(o, r, 0, "Read of 4 KiB");
+	/* In-capsule: a length the capsule cannot hold. */
+	rw_sqe(q, OPC_WRITE, 0, 8, &cid);
+	sgl_in_capsule(q->send_buf, 0, 0xffffffffu);
+	o = run(q, SQE_SIZE + 4096, cid, &r);
+	EXPECT_STATUS(o, r, SC_SGL_INVALID_OFFSET | SC_DNR, "in-capsule length 4 GiB - 1");
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * In-capsule offsets past the data: beyond the port's in-capsule size, wrapping around,
+ * and (stricter than the C transport, which checks only the port's size and would use
+ * stale bytes) past what this capsule carried. SGL Offset Invalid each time.
+ */
+static bool case_in_capsule_offsets(void)
+{
+	struct { uint64_t off; uint32_t len; size_t sent; } t[] = {
+		{ 0, 4096, 1024 },		/* longer than what arrived */
+		{ 512, 512, 512 },		/* past what arrived */
+		{ 0, 8192, 4096 },		/* longer than the port's size */
+		{ 1u << 20, 512, 4096 },	/* past any in-capsule size */
+		{ UINT64_MAX - 255, 512, 4096 },	/* wraps */
+	};
+	uint16_t cntlid, cid;
+	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+	unsigned int i;
+
+	EXPECT(a, "no admin queue");
+	q = io_queue(cntlid, 16);
+	EXPECT(q, "no I/O queue");
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		rw_sqe(q, OPC_WRITE, 0, t[i].len / 512, &cid);
+		sgl_in_capsule(q->send_buf, t[i].off, t[i].len);
+		o = run(q, SQE_SIZE + t[i].sent, cid, &r);
+		EXPECT(o == ANSWERED && r.status == (SC_SGL_INVALID_OFFSET | SC_DNR),
+		       "offset %llu, length %u, %zu bytes sent: %s, status %#x", (unsigned long long)t[i].off,
+		       t[i].len, t[i].sent, outcome_name(o), r.status);
+	}
+	/* In-capsule data on a Read is refused (Invalid Field). */
+	rw_sqe(q, OPC_READ, 0, 8, &cid);
+	sgl_in_capsule(q->send_buf, 0, 4096);
+	o = run(q, SQE_SIZE + 4096, cid, &r);
+	EXPECT_STATUS(o, r, SC_INVALID_FIELD | SC_DNR, "in-capsule data on a Read");
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * Commands on a queue before its Connect: nvmet core refuses them (an error status), on
+ * admin and I/O queues; an I/O queue Connect naming no controller is refused too.
+ */
+static bool case_before_connect(void)
+{
+	uint16_t cid;
+	struct conn *q = conn_open(0, AQ_DEPTH, AQ_DEPTH - 1);
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+
+	EXPECT(q && !q->gone, "no admin queue");
+	o = identify(q, 4096, q->data_mr->rkey, &r);
+	EXPECT(o == ANSWERED && r.status, "Identify before Connect: %s, status %#x", outcome_name(o), r.status);
+	o = nvmf_enable(q, &r);
+	EXPECT(o == ANSWERED && r.status, "Property Set before Connect: %s, status %#x", outcome_name(o), r.status);
+	conn_close(q);
+	q = conn_open(1, 16, 15);
+	EXPECT(q && !q->gone, "no I/O queue");
+	rw_sqe(q, OPC_READ, 0, 8, &cid);
+	sgl_keyed(q, q->send_buf, 0, 4096, q->data_mr->rkey, SGL_KEYED);
+	o = run(q, SQE_SIZE, cid, &r);
+	EXPECT(o == ANSWERED && r.status, "Read before Connect: %s, status %#x", outcome_name(o), r.status);
+	o = nvmf_connect(q, 1, 15, 0x7777, true, &r);
+	EXPECT(o == ANSWERED && r.status, "I/O Connect to no controller: %s, status %#x", outcome_name(o), r.status);
+	ok = true;
+out:
+	conn_close(q);
+	return ok;
+}
+
+/*
+ * Absurd queue sizes. In the CM private data: rejected with the NVMe/RDMA CM status
+ * (hsqsize, hrqsize out of range, record format). In the Connect command: an error
+ * status (sqsize 0, or an I/O queue's beyond the controller's MQES).
+ */
+static bool case_queue_sizes(void)
+{
+	struct { uint16_t qid, hrq, hsq, recfmt; int want; } t[] = {
+		{ 0, AQ_DEPTH, 0xffff, 0, CM_INVALID_HSQSIZE },
+		{ 0, AQ_DEPTH, AQ_DEPTH, 0, CM_INVALID_HSQSIZE },
+		{ 0, 0, 15, 0, CM_INVALID_HRQSIZE },
+		{ 0, 0xffff, 15, 0, CM_INVALID_HRQSIZE },
+		{ 1, 16, 0xffff, 0, CM_INVALID_HSQSIZE },
+		{ 1, 0xffff, 15, 0, CM_INVALID_HRQSIZE },
+		{ 0, AQ_DEPTH, 15, 7, CM_INVALID_RECFMT },
+	};
+	uint16_t cntlid;
+	struct conn *q = NULL, *a = NULL;
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint8_t pd[32] = { 0 };
+
+		put16(pd, t[i].recfmt);
+		put16(pd + 2, t[i].qid);
+		put16(pd + 4, t[i].hrq);
+		put16(pd + 6, t[i].hsq);
+		q = conn_open_raw(pd, sizeof(pd));
+		EXPECT(q, "connect attempt %u failed locally", i);
+		EXPECT(q->gone && q->reject == t[i].want,
+		       "qid %u hrqsize %u hsqsize %u recfmt %u: %s (reject status %d), expected reject %d",
+		       t[i].qid, t[i].hrq, t[i].hsq, t[i].recfmt, q->gone ? "refused" : "accepted",
+		       q->reject, t[i].want);
+		conn_free(q);
+		q = NULL;
+	}
+	/* Connect commands with sqsize 0 and beyond the admin queue's 32. */
+	q = conn_open(0, AQ_DEPTH, AQ_DEPTH - 1);
+	EXPECT(q && !q->gone, "no admin queue");
+	o = nvmf_connect(q, 0, 0, 0xffff, false, &r);
+	EXPECT(o != ANSWERED || r.status, "admin Connect with sqsize 0 accepted");
+	conn_close(q);
+	/* (An admin Connect's sqsize beyond 32 is taken by nvmet core, which bounds only
+	 * I/O queues by MQES; the queue's real depth is the CM's, checked above.) */
+	a = admin_queue(&cntlid);
+	EXPECT(a, "no admin queue");
+	q = conn_open(1, 16, 15);
+	EXPECT(q && !q->gone, "no I/O queue");
+	o = nvmf_connect(q, 1, 0xffff, cntlid, true, &r);
+	EXPECT(o != ANSWERED || r.status, "I/O Connect with sqsize 65535 accepted");
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * Bursts beyond the queue depth: 4 times the depth of Reads sent back to back. The
+ * target answers them all (RNR retries pace the sender) or ends the queue; nothing hangs.
+ */
+static bool case_burst(void)
+{
+	const uint16_t depth = 8;
+	uint16_t cntlid, cid = 0;
+	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	struct ibv_send_wr wr[4 * 8], *bad;
+	struct ibv_sge sge[4 * 8];
+	struct response r;
+	int i, others = 0;
+	enum outcome o;
+	bool ok = false;
+
+	EXPECT(a, "no admin queue");
+	q = io_queue(cntlid, depth);
+	EXPECT(q, "no I/O queue");
+	for (i = 0; i < 4 * depth; i++) {
+		uint8_t *s = q->send_buf + i * SQE_SIZE;
+
+		memset(s, 0, SQE_SIZE);
+		cid = q->next_cid++;
+		s[0] = OPC_READ;
+		s[1] = FLAGS_SGL;
+		put16(s + 2, cid);
+		put32(s + 4, 1);
+		put64(s + 40, i);
+		put16(s + 48, 0);
+		put64(s + 24, (uintptr_t)(q->data_buf + i * 512));
+		put24(s + 32, 512);
+		put32(s + 35, q->data_mr->rkey);
+		s[39] = SGL_KEYED;
+		sge[i] = (struct ibv_sge){ (uintptr_t)s, SQE_SIZE, q->send_mr->lkey };
+		wr[i] = (struct ibv_send_wr){ .wr_id = 1000 + i, .next = i + 1 < 4 * depth ? &wr[i + 1] : NULL,
+					      .sg_list = &sge[i], .num_sge = 1, .opcode = IBV_WR_SEND };
+	}
+	EXPECT(ibv_post_send(q->id->qp, wr, &bad) == 0, "burst post failed");
+	o = wait_response(q, cid, &r, &others);
+	EXPECT(o != TIMED_OUT, "a burst of %d on a %u-deep queue: no answer, no teardown", 4 * depth, depth);
+	say("  burst: %s, %d other answers\n", outcome_name(o), others);
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * Disconnects in the middle of an RDMA READ: a 1 MiB Write (the target READs host
+ * memory), then the host's QP, MR and connection go at once, after 0 to 9 ms.
+ */
+static bool case_disconnect_mid_read(void)
+{
+	uint16_t cntlid, cid;
+	struct conn *a = NULL, *q = NULL;
+	bool ok = false;
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		a = admin_queue(&cntlid);
+		EXPECT(a, "no admin queue (round %d)", i);
+		q = io_queue(cntlid, 16);
+		EXPECT(q, "no I/O queue (round %d)", i);
+		rw_sqe(q, OPC_WRITE, 0, 2048, &cid);
+		sgl_keyed(q, q->send_buf, 0, 1 << 20, q->data_mr->rkey, SGL_KEYED);
+		EXPECT(send_capsule(q, SQE_SIZE) == 0, "send failed");
+		usleep(i * 1000);
+		/* No disconnect handshake: the host vanishes. */
+		q->gone = true;
+		conn_free(q);
+		q = NULL;
+		conn_close(a);
+		a = NULL;
+	}
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * Random capsules (seeded): random lengths, opcodes, flags and SGL descriptors, on admin
+ * and I/O queues. Any answer or teardown is fine; a hang or a target that stops serving
+ * is not.
+ */
+static bool case_random_one(void)
+{
+	uint16_t cntlid, cid;
+	struct conn *a = admin_queue(&cntlid), *q = NULL, *c;
+	size_t len;
+	bool ok = false;
+	unsigned int n, i;
+
+	EXPECT(a, "no admin queue");
+	q = io_queue(cntlid, 16);
+	EXPECT(q, "no I/O queue");
+	n = 1 + rnd_below(8);
+	for (i = 0; i < n; i++) {
+		uint8_t *s;
+		enum outcome o;
+		struct response r;
+
+		static const uint8_t opcodes[] = { OPC_READ, OPC_WRITE, OPC_FLUSH, OPC_FABRICS,
+						   OPC_ADMIN_IDENTIFY };
+		uint8_t opcode = rnd_below(3) ? opcodes[rnd_below(5)] : rnd();
+
+		c = rnd_below(4) ? q : a;
+		if (c->gone)
+			break;
+		/* An Asynchronous Event Request is answered only when an event happens. */
+		if (c == a && opcode == 0x0c)
+			opcode = OPC_ADMIN_IDENTIFY;
+		s = sqe(c, opcode, &cid);
+		for (unsigned int b = 4; b < SQE_SIZE; b++)
+			if (rnd_below(4) == 0)
+				s[b] = rnd();
+		if (rnd_below(2))
+			sgl_keyed(c, s, rnd_below(DATA_BUF_SIZE), rnd_below(1 << 24),
+				  rnd_below(4) ? c->data_mr->rkey : (uint32_t)rnd(),
+				  rnd_below(2) ? SGL_KEYED : rnd());
+		if (rnd_below(8) == 0)
+			s[1] = rnd();
+		len = rnd_below(4) ? SQE_SIZE + rnd_below(8192) : rnd_below(SEND_BUF_SIZE + 1);
+		for (size_t b = SQE_SIZE; b < len; b++)
+			c->send_buf[b] = rnd();
+		o = run(c, len, cid, &r);
+		EXPECT(o != TIMED_OUT, "capsule %u (%zu bytes, opcode %#x): no answer, no teardown", i,
+		       len, s[0]);
+	}
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+static const struct {
+	const char *name;
+	bool (*run)(void);
+} cases[] = {
+	{ "truncated-capsule", case_truncated },
+	{ "oversized-capsule", case_oversized },
+	{ "sgl-types", case_sgl_types },
+	{ "bad-keys", case_bad_keys },
+	{ "lengths", case_lengths },
+	{ "in-capsule-offsets", case_in_capsule_offsets },
+	{ "before-connect", case_before_connect },
+	{ "queue-sizes", case_queue_sizes },
+	{ "burst", case_burst },
+	{ "disconnect-mid-read", case_disconnect_mid_read },
+};
+
+static void check(const char *name, bool (*fn)(void))
+{
+	uint64_t t0 = now_ms();
+	bool ok;
+
+	why[0] = 0;
+	ok = fn();
+	if (ok && !target_serves()) {
+		ok = false;
+		snprintf(why, sizeof(why), "afterwards, a well-behaved host is not served");
+	}
+	printf("case %s: %s (%llu ms)%s%s\n", name, ok ? "ok" : "FAILED",
+	       (unsigned long long)(now_ms() - t0), ok ? "" : ": ", ok ? "" : why);
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+static void usage(void)
+{
+	unsigned int i;
+
+	fprintf(stderr, "usage: nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-v] [-c CASE]... | [-s SEED -i N]\ncases:");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		fprintf(stderr, " %s", cases[i].name);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *only[32];
+	unsigned int n_only = 0, i, j;
+	unsigned long long seed = 0, iterations = 0;
+	bool random_mode = false;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "a:p:n:c:s:i:v")) != -1) {
+		switch (opt) {
+		case 'a': opt_addr = optarg; break;
+		case 'p': opt_port = optarg; break;
+		case 'n': opt_nqn = optarg; break;
+		case 'c':
+			if (n_only == 32)
+				usage();
+			only[n_only++] = optarg;
+			break;
+		case 's': seed = strtoull(optarg, NULL, 0); random_mode = true; break;
+		case 'i': iterations = strtoull(optarg, NULL, 0); break;
+		case 'v': verbose = true; break;
+		default: usage();
+		}
+	}
+	if (!opt_addr || !opt_nqn)
+		usage();
+	if (!target_serves()) {
+		fprintf(stderr, "nvmf-hostile: the target does not serve a well-behaved host at %s:%s\n",
+			opt_addr, opt_port);
+		return 1;
+	}
+	if (random_mode) {
+		printf("random mode: seed %llu, %llu iterations\n", seed, iterations);
+		for (i = 0; i < iterations; i++) {
+			char name[64];
+
+			rng_state = (seed + 1) * 0x9e3779b97f4a7c15ULL + i;
+			rnd();
+			snprintf(name, sizeof(name), "random-%llu-%u", seed, i);
+			check(name, case_random_one);
+		}
+	} else {
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			bool wanted = n_only == 0;
+
+			for (j = 0; j < n_only; j++)
+				wanted |= strcmp(only[j], cases[i].name) == 0;
+			if (wanted)
+				check(cases[i].name, cases[i].run);
+		}
+	}
+	printf("%d failed\n", failures);
+	return failures ? 1 : 0;
+}

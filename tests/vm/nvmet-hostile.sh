@@ -1,0 +1,8 @@
+#!/bin/bash
+# A hostile NVMe/RDMA host on rdma-core against nvmet_rdma_rs: truncated and oversized
+# capsules, every SGL type, bad keys, odd lengths and offsets, commands before Connect,
+# absurd queue sizes, bursts, disconnects during an RDMA READ. Arguments go to
+# nvmf-hostile (scripts/hostile-random.sh passes a seed).
+. "$RRS_REPO/scripts/guest/lib.sh"
+. "$RRS_REPO/tests/lib/nvmet.sh"
+nvmet_hostile_test nvmet_rdma_rs "$@"

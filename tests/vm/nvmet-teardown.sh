@@ -1,0 +1,6 @@
+#!/bin/bash
+# nvmet_rdma_rs torn down under verified load: host disconnect, port unlinked, port removed,
+# namespace disabled, rxe device deleted and back (its listener repaired by itself).
+. "$RRS_REPO/scripts/guest/lib.sh"
+. "$RRS_REPO/tests/lib/nvmet.sh"
+nvmet_teardown_test nvmet_rdma_rs
