@@ -23,15 +23,13 @@
 
 use crate::queue::Queue;
 use crate::rdma::{bindings, CmId, Device, DmaBuf};
+use crate::recv::{CmdSlot, RecvSlots, MAX_INLINE_PAGES};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
     cell::UnsafeCell,
     sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed},
 };
-use kernel::{container_of, page::PAGE_SIZE, prelude::*, types::Opaque};
-
-/// In-capsule data is at most 16 KiB: four pages.
-const MAX_INLINE_PAGES: usize = 4;
+use kernel::{container_of, page::PAGE_SIZE, prelude::*, sync::Arc, types::Opaque};
 /// Bytes of an NVMe completion queue entry.
 const RESPONSE_SIZE: usize = 16;
 
@@ -42,18 +40,6 @@ pub(crate) fn rw_mr_factor(device: &Device, port: u32) -> u32 {
     unsafe { bindings::rdma_rw_mr_factor(device.as_raw(), port, 256) }
 }
 
-/// A receive slot: where one command capsule (and its in-capsule data) lands.
-#[repr(C)]
-struct CmdSlot {
-    cqe: Opaque<bindings::ib_cqe>,
-    wr: Opaque<bindings::ib_recv_wr>,
-    sge: Opaque<[bindings::ib_sge; 2]>,
-    /// The nvmet request's scatterlist for in-capsule data.
-    sg: Opaque<[bindings::scatterlist; MAX_INLINE_PAGES]>,
-    index: u32,
-    queue: *const Queue,
-}
-
 /// What a response slot knows about its command; touched only by the slot's current
 /// owner (see [`RspSlot::state`]).
 #[derive(Default)]
@@ -61,6 +47,8 @@ struct RspState {
     in_use: bool,
     /// The receive slot the command arrived in.
     cmd: u32,
+    /// The receive slot is not posted again yet.
+    recv_owed: bool,
     /// Host-to-controller command.
     write: bool,
     /// The data came in the capsule.
@@ -115,12 +103,11 @@ impl RspSlot {
 pub(crate) struct Io {
     qp: *mut bindings::ib_qp,
     port_num: u32,
-    capsules: DmaBuf,
+    /// Where commands arrive: the queue's own receive slots, or an SRQ's.
+    recv: Arc<RecvSlots>,
     responses: DmaBuf,
-    /// Per receive slot: its in-capsule data buffer (none on the admin queue).
-    inline: KVec<DmaBuf>,
+    /// In-capsule data the queue accepts per command (0 on the admin queue).
     inline_size: u32,
-    cmds: KVec<CmdSlot>,
     rsps: KVec<RspSlot>,
     /// Send queue entries not reserved.
     sq_wr_avail: AtomicI32,
@@ -134,17 +121,6 @@ pub(crate) struct Io {
 unsafe impl Send for Io {}
 // SAFETY: as above.
 unsafe impl Sync for Io {}
-
-fn zeroed_cmd(index: u32, queue: *const Queue) -> CmdSlot {
-    CmdSlot {
-        cqe: Opaque::zeroed(),
-        wr: Opaque::zeroed(),
-        sge: Opaque::zeroed(),
-        sg: Opaque::zeroed(),
-        index,
-        queue,
-    }
-}
 
 fn zeroed_rsp(index: u32, queue: *const Queue) -> RspSlot {
     RspSlot {
@@ -162,12 +138,14 @@ fn zeroed_rsp(index: u32, queue: *const Queue) -> RspSlot {
 
 impl Io {
     /// Allocates and maps the queue's buffers and prepares its slots; `sq_depth` is the
-    /// send queue depth the QP got.
+    /// send queue depth the QP got. Commands arrive in `shared` (an SRQ's slots) if
+    /// given, else in receive slots of the queue's own.
     pub(crate) fn new(
-        queue: &kernel::sync::Arc<Queue>,
+        queue: &Arc<Queue>,
         id: &CmId<Queue>,
         inline_size: u32,
         sq_depth: u32,
+        shared: Option<Arc<RecvSlots>>,
     ) -> Result<Self> {
         let device = id.device().ok_or(ENODEV)?;
         let lkey = id.pd().ok_or(ENODEV)?.local_dma_lkey();
@@ -176,23 +154,15 @@ impl Io {
         // acknowledged: at most `recv` commands the host awaits plus `send` responses it
         // has but we have not seen acknowledged.
         let nr_rsps = recv + queue.data.send_queue_size;
-        let capsules = DmaBuf::new(device, recv as usize * COMMAND_SIZE)?;
+        let owner = Arc::as_ptr(queue);
+        let recv_slots = match shared {
+            Some(shared) => shared,
+            None => Arc::new(
+                RecvSlots::new(device, lkey, recv, inline_size, owner, None)?,
+                GFP_KERNEL,
+            )?,
+        };
         let responses = DmaBuf::new(device, nr_rsps as usize * RESPONSE_SIZE)?;
-        let mut inline = KVec::new();
-        if inline_size > 0 {
-            inline.reserve(recv as usize, GFP_KERNEL)?;
-            for _ in 0..recv {
-                inline.push(
-                    DmaBuf::new_page_aligned(device, inline_size as usize)?,
-                    GFP_KERNEL,
-                )?;
-            }
-        }
-        let owner = kernel::sync::Arc::as_ptr(queue);
-        let mut cmds = KVec::with_capacity(recv as usize, GFP_KERNEL)?;
-        for index in 0..recv {
-            cmds.push(zeroed_cmd(index, owner), GFP_KERNEL)?;
-        }
         let mut rsps = KVec::with_capacity(nr_rsps as usize, GFP_KERNEL)?;
         for index in 0..nr_rsps {
             rsps.push(zeroed_rsp(index, owner), GFP_KERNEL)?;
@@ -200,51 +170,17 @@ impl Io {
         let io = Self {
             qp: id.raw_qp(),
             port_num: id.port_num(),
-            capsules,
+            recv: recv_slots,
             responses,
-            inline,
             inline_size,
-            cmds,
             rsps,
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
             waiters: AtomicU32::new(0),
         };
-        for cmd in &io.cmds {
-            io.prepare_cmd(cmd, lkey)?;
-        }
         for rsp in &io.rsps {
             io.prepare_rsp(rsp, lkey)?;
         }
         Ok(io)
-    }
-
-    fn prepare_cmd(&self, cmd: &CmdSlot, lkey: u32) -> Result {
-        let index = cmd.index as usize;
-        let capsule = self.capsules.dma_addr(index * COMMAND_SIZE);
-        // SAFETY: the slot is not posted yet and lives in `cmds`, which never moves, so the
-        // pointers into it stay valid for the queue's life.
-        unsafe {
-            (*cmd.cqe.get()).done = Some(recv_done);
-            let sge = &mut *cmd.sge.get();
-            sge[0] = bindings::ib_sge {
-                addr: capsule,
-                length: COMMAND_SIZE as u32,
-                lkey,
-            };
-            let wr = &mut *cmd.wr.get();
-            wr.__bindgen_anon_1.wr_cqe = cmd.cqe.get();
-            wr.sg_list = sge.as_mut_ptr();
-            wr.num_sge = 1;
-            if let Some(data) = self.inline.get(index) {
-                sge[1] = bindings::ib_sge {
-                    addr: data.dma_addr(0),
-                    length: self.inline_size,
-                    lkey,
-                };
-                wr.num_sge = 2;
-            }
-        }
-        Ok(())
     }
 
     fn prepare_rsp(&self, rsp: &RspSlot, lkey: u32) -> Result {
@@ -274,21 +210,24 @@ impl Io {
         self.rsps.len() as u32
     }
 
-    /// Posts receive slot `cmd` (again).
+    /// Posts receive slot `cmd` (again): on the queue's QP (live, by the type invariant)
+    /// or on its SRQ.
     pub(crate) fn post_recv(&self, cmd: u32) -> Result {
-        let slot = self.cmds.get(cmd as usize).ok_or(EINVAL)?;
-        let index = cmd as usize;
-        self.capsules
-            .sync_range_for_device(index * COMMAND_SIZE, COMMAND_SIZE);
-        if let Some(data) = self.inline.get(index) {
-            data.sync_range_for_device(0, self.inline_size as usize);
+        self.recv.post(self.qp, cmd)
+    }
+
+    /// Whether the queue takes its commands from an SRQ.
+    pub(crate) fn uses_srq(&self) -> bool {
+        self.recv.is_shared()
+    }
+
+    /// Gives a command's receive slot back to the SRQ if it still owes it (the command
+    /// ends without a response). A queue's own slots need nothing: the queue is going.
+    fn return_recv(&self, state: &mut RspState) {
+        if state.recv_owed && self.recv.is_shared() {
+            let _ = self.post_recv(state.cmd);
         }
-        // SAFETY: the QP is live (type invariant); the slot's work request points into the
-        // slot, which outlives the receive (the release drains the QP first).
-        let ret = unsafe {
-            bindings::rdma_rs_ib_post_recv(self.qp, slot.wr.get(), core::ptr::null_mut())
-        };
-        kernel::error::to_result(ret)
+        state.recv_owed = false;
     }
 
     /// A command arrived in receive slot `cmd_index` (`received` bytes): runs it on
@@ -297,10 +236,11 @@ impl Io {
         let rsp = &self.rsps[rsp_index as usize];
         let offset = cmd_index as usize * COMMAND_SIZE;
         let mut command = [0u8; COMMAND_SIZE];
-        let Ok(capsule) = self.capsules.cpu_ptr(offset) else {
+        let capsules = self.recv.capsules();
+        let Ok(capsule) = capsules.cpu_ptr(offset) else {
             return;
         };
-        if self.capsules.copy_out_range(offset, &mut command).is_err() {
+        if capsules.copy_out_range(offset, &mut command).is_err() {
             return;
         }
         // SAFETY: the slot came off the free list: this command owns it.
@@ -308,6 +248,7 @@ impl Io {
         *state = RspState {
             in_use: true,
             cmd: cmd_index,
+            recv_owed: true,
             write: wire::is_write(&command),
             ..RspState::default()
         };
@@ -370,8 +311,11 @@ impl Io {
         if len == 0 {
             return Ok(());
         }
-        let cmd = &self.cmds[state.cmd as usize];
-        let data = &self.inline[state.cmd as usize];
+        let cmd = self.recv.slot(state.cmd);
+        let data = self.recv.inline_data(state.cmd).ok_or(wire::CommandError {
+            status: status::SGL_INVALID_OFFSET | status::DNR,
+            error_loc: 24,
+        })?;
         let offset = offset as usize;
         let (first_page, page_offset) = (offset / PAGE_SIZE, offset % PAGE_SIZE);
         let count = (page_offset + len as usize).div_ceil(PAGE_SIZE);
@@ -555,6 +499,7 @@ impl Io {
             // takes it.
             let state = unsafe { rsp.state() };
             self.free_data(rsp, state);
+            self.return_recv(state);
             // SAFETY: the request was initialised and never executed: it ends here.
             unsafe { bindings::nvmet_req_uninit(rsp.req()) };
             state.in_use = false;
@@ -569,6 +514,7 @@ impl Io {
             let state = unsafe { rsp.state() };
             if state.in_use {
                 self.free_data(rsp, state);
+                self.return_recv(state);
                 state.in_use = false;
             }
         }
@@ -629,17 +575,44 @@ fn is_success(wc: &bindings::ib_wc) -> bool {
 ///
 /// # Safety
 ///
-/// Called by the RDMA core for a receive posted by [`Io::post_recv`].
-unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    let (wc, slot, queue) = completed_slot!(wc, CmdSlot, cqe);
-    if !is_success(wc) {
-        failed(queue, "RECV", wc);
-        return;
-    }
+/// Called by the RDMA core for a receive posted by [`RecvSlots::post`].
+pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: the core passes the completion of a receive slot's work request, whose
+    // `wr_cqe` is the slot's `cqe`; slots live as long as their set, which their queue
+    // (or the SRQ's queues) keep until drained.
+    let (wc, slot) = unsafe {
+        let wc = &*wc;
+        let cqe = wc
+            .__bindgen_anon_1
+            .wr_cqe
+            .cast::<Opaque<bindings::ib_cqe>>();
+        (wc, &*container_of!(cqe, CmdSlot, cqe))
+    };
+    let queue = if slot.queue.is_null() {
+        // SAFETY: an SRQ's receive completes on the QP that took it, a queue's QP made by
+        // `create_qp_on_srq`; the queue and its QP live until the QP is drained, which
+        // processes this completion first.
+        unsafe { CmId::<Queue>::handler_of_qp(wc.qp) }
+    } else {
+        // SAFETY: a queue's own slot names the queue, which outlives its slots' receives.
+        unsafe { &*slot.queue }
+    };
     let Some(io) = queue.io.as_ref() else {
         return;
     };
+    // A shared slot goes back to its SRQ whenever no command takes it.
+    let give_back = || {
+        if io.uses_srq() {
+            let _ = io.post_recv(slot.index);
+        }
+    };
+    if !is_success(wc) {
+        give_back();
+        failed(queue, "RECV", wc);
+        return;
+    }
     if (wc.byte_len as usize) < COMMAND_SIZE {
+        give_back();
         pr_err!(
             "a capsule of {} bytes is shorter than a command; ending the queue\n",
             wc.byte_len
@@ -648,9 +621,11 @@ unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_
         return;
     }
     if queue.is_disconnecting() {
+        give_back();
         return;
     }
     let Some(rsp) = queue.free.lock().pop() else {
+        give_back();
         pr_err!("the host sent more commands than the queue holds; ending the queue\n");
         queue.fatal_error();
         return;
@@ -674,6 +649,7 @@ unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_
     let req = rsp.req();
     if !is_success(wc) {
         io.free_data(rsp, state);
+        io.return_recv(state);
         // SAFETY: the request was initialised and has not completed; it never will now.
         unsafe { bindings::nvmet_req_uninit(req) };
         io.release(queue, rsp);
@@ -776,6 +752,7 @@ pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
         } else {
             send
         };
+        state.recv_owed = false;
         if io.post_recv(state.cmd).is_err() {
             queue.close(c"receive post failure");
         }

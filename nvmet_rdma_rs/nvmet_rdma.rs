@@ -10,9 +10,12 @@
 mod rdma;
 
 mod command;
+mod devices;
 mod nvmet;
 mod port;
 mod queue;
+mod recv;
+mod srq;
 mod target;
 mod wire;
 
@@ -86,6 +89,7 @@ struct NvmetRdmaRs {
     _dir: Dir,
     target: Arc<Target>,
     _registration: nvmet::Registration,
+    _device_watch: ClientRegistration<devices::DeviceWatch>,
     _devices: ClientRegistration<DeviceLog>,
 }
 
@@ -96,6 +100,9 @@ impl kernel::Module for NvmetRdmaRs {
         let target = Target::install(&*ops)?;
         // Until the module is loaded, a failure leaves nothing installed.
         let loaded = (|| -> Result<_> {
+            // Registered after the device log, so removed before it: a device's queues
+            // end before `device ... removed` is logged.
+            let device_watch = devices::DEVICES.register()?;
             let registration = nvmet::Registration::new(ops)?;
             let dir = Dir::new(c"nvmet_rdma_rs");
             let ports = KBox::pin_init(
@@ -106,9 +113,10 @@ impl kernel::Module for NvmetRdmaRs {
                 dir.read_callback_file(c"queues", target.clone(), &show_queues),
                 GFP_KERNEL,
             )?;
-            Ok((registration, dir, ports, queues))
+            Ok((device_watch, registration, dir, ports, queues))
         })();
-        let (registration, dir, ports, queues) = loaded.inspect_err(|_| Target::uninstall())?;
+        let (device_watch, registration, dir, ports, queues) =
+            loaded.inspect_err(|_| Target::uninstall())?;
         pr_info!("registered as the NVMe-oF RDMA transport\n");
         Ok(Self {
             _ports: ports,
@@ -116,6 +124,7 @@ impl kernel::Module for NvmetRdmaRs {
             _dir: dir,
             target,
             _registration: registration,
+            _device_watch: device_watch,
             _devices: devices,
         })
     }

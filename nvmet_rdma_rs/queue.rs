@@ -12,7 +12,8 @@ use crate::command::Io;
 use crate::nvmet::SqCq;
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
-    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Pd, PollContext, QpCaps, SocketAddr,
+    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, Pd, PollContext, QpCaps,
+    SocketAddr,
 };
 use crate::wire::ConnectData;
 use core::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -54,6 +55,9 @@ pub(crate) struct Queue {
     pub(crate) data: ConnectData,
     peer: SocketAddr,
     local: SocketAddr,
+    /// The RDMA device the connection came in on, as an address: only compared, never
+    /// followed (see [`Queue::is_on_device`]).
+    device: usize,
     /// RDMA READs the host lets us have outstanding.
     initiator_depth: u8,
     state: AtomicU8,
@@ -96,6 +100,7 @@ impl Queue {
         let queue_port = port.clone();
         let peer = request.peer();
         let local = request.local();
+        let device = request.device().as_raw() as usize;
         let initiator_depth = request.initiator_depth();
         let queue = Arc::pin_init(
             try_pin_init!(Self {
@@ -105,6 +110,7 @@ impl Queue {
                 data,
                 peer,
                 local,
+                device,
                 initiator_depth,
                 state: AtomicU8::new(CONNECTING),
                 pending <- new_mutex!(None),
@@ -146,6 +152,16 @@ impl Queue {
     /// Whether the queue came in through `port`.
     pub(crate) fn is_on(&self, port: &Port) -> bool {
         core::ptr::eq(&*self.port, port)
+    }
+
+    /// Whether the connection came in on `device`.
+    pub(crate) fn is_on_device(&self, device: &Device) -> bool {
+        self.device == device.as_raw() as usize
+    }
+
+    /// The device as an address, to compare with other queues' and SRQ sets'.
+    pub(crate) fn device_key(&self) -> usize {
+        self.device
     }
 
     /// The host's address.
@@ -193,10 +209,12 @@ impl Queue {
         }
     }
 
-    /// Creates the QP and buffers, posts the receives and accepts.
+    /// Creates the QP and buffers, posts the receives (unless an SRQ has them) and
+    /// accepts.
     fn build(this: &Arc<Self>, id: &mut CmId<Queue>) -> Result {
         let device = id.device().ok_or(ENODEV)?;
         let data = &this.data;
+        let port_inline_size = this.port.inline_size();
         let (send_sge, read_sge) = device.max_send_sges();
         let caps = QpCaps {
             send_wr: data.send_queue_size,
@@ -213,13 +231,19 @@ impl Queue {
             // pass serves completions of several queues.
             shared_cq: true,
         };
-        let granted = id.create_qp(Pd::new(device, false)?, caps, PollContext::Workqueue)?;
-        let inline_size = if data.qid == 0 {
-            0
+        let shared = if crate::srq::use_srq.get() {
+            let target = this.port.target();
+            target.shared_recv(device, port_inline_size, caps.vector)?
         } else {
-            this.port.inline_size()
+            None
         };
-        let io = Io::new(this, id, inline_size, granted)?;
+        let granted = match &shared {
+            Some(slots) => id.create_qp_on_srq(slots.srq(), caps, PollContext::Workqueue)?,
+            None => id.create_qp(Pd::new(device, false)?, caps, PollContext::Workqueue)?,
+        };
+        // (The admin queue never takes in-capsule data, even from an SRQ's slots.)
+        let inline_size = if data.qid == 0 { 0 } else { port_inline_size };
+        let io = Io::new(this, id, inline_size, granted, shared)?;
         let slots = io.response_slots() as usize;
         let mut free = KVec::with_capacity(slots, GFP_KERNEL)?;
         for slot in (0..io.response_slots()).rev() {
@@ -233,8 +257,10 @@ impl Queue {
             return Err(EBUSY);
         }
         let io = this.io.as_ref().ok_or(EINVAL)?;
-        for cmd in 0..data.recv_queue_size {
-            io.post_recv(cmd)?;
+        if !io.uses_srq() {
+            for cmd in 0..data.recv_queue_size {
+                io.post_recv(cmd)?;
+            }
         }
         id.accept_with_depth(&data.accept_data(), Some(this.initiator_depth))
     }
@@ -249,7 +275,7 @@ impl Queue {
         let s = &self.stats;
         writeln!(
             f,
-            "queue {} port {} qid {} host {} {} depth {}/{} commands {} read_bytes {} \
+            "queue {} port {} qid {} host {} {} depth {}/{} srq {} commands {} read_bytes {} \
              write_bytes {} in_capsule {} sq_full_waits {} errors {}",
             self.number,
             self.port.id(),
@@ -258,6 +284,7 @@ impl Queue {
             state,
             self.data.recv_queue_size,
             self.data.send_queue_size,
+            u8::from(self.io.as_ref().is_some_and(|io| io.uses_srq())),
             s.commands.load(Relaxed),
             s.read_bytes.load(Relaxed),
             s.write_bytes.load(Relaxed),

@@ -5,7 +5,9 @@
 
 use crate::port::Port;
 use crate::queue::Queue;
-use crate::rdma::OwnedQueue;
+use crate::rdma::{Device, OwnedQueue};
+use crate::recv::RecvSlots;
+use crate::srq::SrqSet;
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use kernel::{
     new_condvar, new_mutex,
@@ -26,6 +28,9 @@ pub(crate) struct Target {
     ports: Mutex<KVec<Arc<Port>>>,
     #[pin]
     queues: Mutex<KVec<Arc<Queue>>>,
+    /// SRQs of the devices with queues (`use_srq`).
+    #[pin]
+    srq_sets: Mutex<KVec<SrqSet>>,
     #[pin]
     emptied: CondVar,
     next_queue: AtomicU32,
@@ -48,6 +53,7 @@ impl Target {
             pin_init!(Self {
                 ports <- new_mutex!(KVec::new()),
                 queues <- new_mutex!(KVec::new()),
+                srq_sets <- new_mutex!(KVec::new()),
                 emptied <- new_condvar!(),
                 next_queue: AtomicU32::new(1),
                 workqueue,
@@ -108,14 +114,49 @@ impl Target {
         Ok(())
     }
 
-    /// Takes a released queue off the list.
+    /// Takes a released queue off the list; the SRQs of its device go with its last
+    /// queue.
     pub(crate) fn remove_queue(&self, queue: &Queue) {
         let mut queues = self.queues.lock();
         if let Some(index) = queues.iter().position(|q| core::ptr::eq(&**q, queue)) {
             let _ = queues.remove(index);
         }
+        let device = queue.device_key();
+        let device_idle = !queues.iter().any(|q| q.device_key() == device);
         drop(queues);
+        if device_idle {
+            let mut sets = self.srq_sets.lock();
+            let mut gone = KVec::new();
+            while let Some(index) = sets.iter().position(|set| set.is_on(device)) {
+                if let Ok(set) = sets.remove(index) {
+                    // (the vector has room: it held the set a moment ago)
+                    let _ = gone.push(set, GFP_ATOMIC);
+                }
+            }
+            drop(sets);
+            // Freed outside the lock; queues still holding a set's slots keep them.
+            drop(gone);
+        }
         self.emptied.notify_all();
+    }
+
+    /// The SRQ slots for a queue on `device` with `inline_size` bytes of in-capsule data
+    /// and completion vector `vector`; the device's SRQs are made on first use. `None`
+    /// if the device has no SRQs.
+    pub(crate) fn shared_recv(
+        &self,
+        device: &Device,
+        inline_size: u32,
+        vector: u32,
+    ) -> Result<Option<Arc<RecvSlots>>> {
+        let mut sets = self.srq_sets.lock();
+        if let Some(set) = sets.iter().find(|set| set.serves(device, inline_size)) {
+            return Ok(set.for_vector(vector));
+        }
+        let set = SrqSet::new(device, inline_size)?;
+        let slots = set.for_vector(vector);
+        sets.push(set, GFP_KERNEL)?;
+        Ok(slots)
     }
 
     /// Calls `f` for every queue.
@@ -138,17 +179,34 @@ impl Target {
         }
     }
 
-    /// Disconnects every queue and waits until all are released (for unload).
-    pub(crate) fn close_all(&self) {
-        self.close_queues(|_| true);
+    /// Disconnects every queue on `device` and waits until they are released; returns
+    /// how many there were.
+    pub(crate) fn end_queues_on(&self, device: &Device) -> usize {
+        let on_device = |queue: &Queue| queue.is_on_device(device);
+        let ended = self.queues.lock().iter().filter(|q| on_device(q)).count();
+        self.close_queues(on_device);
+        self.wait_released(on_device);
+        // Their releases end on the nvmet workqueue: done once it is flushed, before the
+        // device goes.
+        crate::nvmet::flush_nvmet_workqueue();
+        ended
+    }
+
+    /// Waits until no queue `which` selects is left on the list.
+    fn wait_released(&self, which: impl Fn(&Queue) -> bool) {
         let mut queues = self.queues.lock();
-        while !queues.is_empty() {
+        while queues.iter().any(|q| which(q)) {
             // Queues were told to close; wake up now and then to re-check.
             let _ = self
                 .emptied
                 .wait_interruptible_timeout(&mut queues, msecs_to_jiffies(500));
         }
-        drop(queues);
+    }
+
+    /// Disconnects every queue and waits until all are released (for unload).
+    pub(crate) fn close_all(&self) {
+        self.close_queues(|_| true);
+        self.wait_released(|_| true);
         self.workqueue.drain();
         // The last releases may still be finishing there.
         crate::nvmet::flush_nvmet_workqueue();

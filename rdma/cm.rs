@@ -13,7 +13,7 @@
 //! be dropped (nor `accept`ed, nor `connect`ed) from inside its own handler: handlers
 //! hand such work to a work item, as the C users of RDMA CM do.
 
-use super::{addr::SocketAddr, bindings, qp::Local, qp::Qp, Cq, Device, DmaBuf, Pd};
+use super::{addr::SocketAddr, bindings, qp::Local, qp::Qp, Cq, Device, DmaBuf, Pd, Srq};
 use core::{cell::Cell, marker::PhantomData, ptr::NonNull};
 use kernel::{
     prelude::*,
@@ -285,7 +285,24 @@ impl QpCaps {
 /// The verbs objects under a CM id's QP, freed after the QP (field order matters).
 struct Verbs {
     cq: Cq,
-    pd: Pd,
+    pd: QpPd,
+    /// The SRQ the QP receives from, if any (kept alive until the QP is gone).
+    srq: Option<Arc<Srq>>,
+}
+
+/// The PD under a QP: its own, or the one of the SRQ it shares with other QPs.
+enum QpPd {
+    Own(Pd),
+    Shared(Arc<Pd>),
+}
+
+impl QpPd {
+    fn get(&self) -> &Pd {
+        match self {
+            Self::Own(pd) => pd,
+            Self::Shared(pd) => pd,
+        }
+    }
 }
 
 /// An owned RDMA CM id with handler `T`; see the module documentation.
@@ -402,6 +419,29 @@ impl<T: CmHandler> CmId<T> {
         caps: QpCaps,
         poll: super::PollContext,
     ) -> Result<u32> {
+        self.create_qp_with(QpPd::Own(pd), None, caps, poll)
+    }
+
+    /// As [`CmId::create_qp`], for a QP whose receives come from `srq` (and which shares
+    /// its PD): `caps.recv_wr` then only sizes the CQ, for the receive completions the QP
+    /// may take at once.
+    pub(crate) fn create_qp_on_srq(
+        &mut self,
+        srq: &Arc<Srq>,
+        caps: QpCaps,
+        poll: super::PollContext,
+    ) -> Result<u32> {
+        let pd = QpPd::Shared(srq.pd().clone());
+        self.create_qp_with(pd, Some(srq.clone()), caps, poll)
+    }
+
+    fn create_qp_with(
+        &mut self,
+        pd: QpPd,
+        srq: Option<Arc<Srq>>,
+        caps: QpCaps,
+        poll: super::PollContext,
+    ) -> Result<u32> {
         if self.verbs.is_some() {
             return Err(EEXIST);
         }
@@ -420,7 +460,10 @@ impl<T: CmHandler> CmId<T> {
         attr.send_cq = cq.as_raw();
         attr.recv_cq = cq.as_raw();
         attr.cap.max_send_wr = caps.send_wr + 1;
-        attr.cap.max_recv_wr = caps.recv_wr + 1;
+        match &srq {
+            Some(srq) => attr.srq = srq.as_raw(),
+            None => attr.cap.max_recv_wr = caps.recv_wr + 1,
+        }
         attr.cap.max_send_sge = caps.send_sge;
         attr.cap.max_recv_sge = caps.recv_sge;
         attr.cap.max_rdma_ctxs = caps.rdma_ctxs;
@@ -432,9 +475,26 @@ impl<T: CmHandler> CmId<T> {
         // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr` is
         // valid for the call. The QP's context is the id, which outlives the QP (`Drop`
         // destroys the QP first).
-        to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.as_raw(), &mut attr) })?;
-        self.verbs = Some(Verbs { cq, pd });
+        // (An SRQ belongs to the PD given here: `create_qp_on_srq` passes the SRQ's.)
+        to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.get().as_raw(), &mut attr) })?;
+        self.verbs = Some(Verbs { cq, pd, srq });
         Ok(attr.cap.max_send_wr)
+    }
+
+    /// The handler of the id that owns `qp`: for completions that do not say which
+    /// connection they belong to (receives taken from an SRQ).
+    ///
+    /// # Safety
+    ///
+    /// `qp` was created by [`CmId::create_qp`] or [`CmId::create_qp_on_srq`] on a
+    /// `CmId<T>` that stays alive (with its QP) for `'a`.
+    pub(crate) unsafe fn handler_of_qp<'a>(qp: *mut bindings::ib_qp) -> &'a T {
+        // SAFETY: the QP's context is its id (see `create_qp_with`), whose context is the
+        // `Arc<T>` it owns; both live for `'a` by the caller's promise.
+        unsafe {
+            let id = (*qp).qp_context.cast::<bindings::rdma_cm_id>();
+            &*(*id).context.cast::<T>()
+        }
     }
 
     /// The device port the id is bound to (1 on rxe and siw).
@@ -488,7 +548,7 @@ impl<T: CmHandler> CmId<T> {
 
     /// The PD under the QP, once created.
     pub(crate) fn pd(&self) -> Option<&Pd> {
-        self.verbs.as_ref().map(|verbs| &verbs.pd)
+        self.verbs.as_ref().map(|verbs| verbs.pd.get())
     }
 
     fn conn_param(&self, private_data: &[u8]) -> Result<bindings::rdma_conn_param> {

@@ -67,6 +67,14 @@ impl Device {
         )
     }
 
+    /// How many SRQs the device offers, and how many receives each may hold (0, 0 without
+    /// SRQ support).
+    pub(crate) fn srq_limits(&self) -> (u32, u32) {
+        // SAFETY: as for `rdma_read_depths`.
+        let attrs = unsafe { &(*self.as_raw()).attrs };
+        (attrs.max_srq.max(0) as u32, attrs.max_srq_wr.max(0) as u32)
+    }
+
     /// How many completion vectors (interrupt queues) the device offers; at least 1.
     pub(crate) fn completion_vectors(&self) -> u32 {
         // SAFETY: `num_comp_vectors` is set before registration and never changes.

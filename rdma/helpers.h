@@ -19,6 +19,10 @@ int rdma_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr);
 int rdma_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr);
+int rdma_rs_ib_post_srq_recv(struct ib_srq *srq, const struct ib_recv_wr *wr,
+			     const struct ib_recv_wr **bad_wr);
+struct ib_srq *rdma_rs_ib_create_srq(struct ib_pd *pd, struct ib_srq_init_attr *attr);
+void rdma_rs_ib_destroy_srq(struct ib_srq *srq);
 u64 rdma_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
 			      enum dma_data_direction direction);
 void rdma_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,

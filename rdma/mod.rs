@@ -29,6 +29,7 @@ pub(crate) mod mr;
 pub(crate) mod param;
 pub(crate) mod pd;
 pub(crate) mod qp;
+pub(crate) mod srq;
 pub(crate) mod workqueue;
 
 // Each module uses a different part of the layer, so some re-exports go unused.
@@ -52,6 +53,8 @@ pub(crate) use mr::{access, Mr};
 pub(crate) use pd::Pd;
 #[allow(unused_imports)]
 pub(crate) use qp::{Local, Qp, RemoteBuf, SendOp, WorkCompletion};
+#[allow(unused_imports)]
+pub(crate) use srq::Srq;
 #[allow(unused_imports)]
 pub(crate) use workqueue::OwnedQueue;
 

@@ -7,11 +7,16 @@
 NVMET=/sys/kernel/config/nvmet
 NQN=nqn.2026-11.io.rdma-rs:test
 
-# nvmet_load TRANSPORT_MODULE: the nvmet core, the given RDMA transport, the host side.
+# nvmet_load TRANSPORT_MODULE: the host side, the nvmet core, the given RDMA transport.
+# (The host first: the RDMA core removes clients in reverse order of registration, so a
+# device that goes away reaches the transport's client while the host's queues on it
+# are still live.)
+# $NVMET_MODULE_ARGS are the transport's module parameters (use_srq=1 ...).
 nvmet_load() {
-	modprobe nvmet
-	modprobe "$1"
 	modprobe nvme-rdma
+	modprobe nvmet
+	# shellcheck disable=SC2086 # (words on purpose)
+	modprobe "$1" ${NVMET_MODULE_ARGS:-}
 }
 
 # nvmet_subsystem NQN: a subsystem any host may connect to.
@@ -146,7 +151,7 @@ nvmet_assert_idle() {
 fio_verify() {
 	local dev=$1 name=$2
 	shift 2
-	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
+	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 --allow_file_create=0 \
 		--verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=terse \
 		--minimal "$@" >"/tmp/fio-$name.out" 2>&1 || { cat "/tmp/fio-$name.out"; fail "fio $name failed"; }
 	local errors
@@ -162,7 +167,7 @@ log_prefix() { echo "${1//-/_}"; }
 fio_verify_only() {
 	local dev=$1 name=$2
 	shift 2
-	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 \
+	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 --allow_file_create=0 \
 		--verify=crc32c --verify_only --verify_fatal=1 --output-format=terse \
 		--minimal "$@" >"/tmp/fio-$name-verify.out" 2>&1 || { cat "/tmp/fio-$name-verify.out"; fail "fio verify-only $name failed"; }
 }
@@ -196,6 +201,12 @@ nvmet_io_test() {
 	local dev ctrl
 	dev=$(host_connect "$ip" 4420)
 	ctrl=$(host_ctrl "$NQN")
+	if [ "$transport" = nvmet_rdma_rs ] && [[ ${NVMET_MODULE_ARGS:-} == *use_srq=1* ]]; then
+		# Every queue takes its commands from the device's SRQ (one per completion vector).
+		assert_dmesg "nvmet_rdma_rs: ${provider}0: [1-9][0-9]* SRQ\(s\) of [0-9]+ receives"
+		grep -q "srq 0" /sys/kernel/debug/nvmet_rdma_rs/queues && { cat /sys/kernel/debug/nvmet_rdma_rs/queues; fail "a queue without the SRQ"; }
+		grep -q "srq 1" /sys/kernel/debug/nvmet_rdma_rs/queues || fail "no queue on the SRQ"
+	fi
 	nvme list | tee /tmp/list.out
 	grep -q "$dev" /tmp/list.out || fail "nvme list does not show $dev"
 	[ "$(cat "/sys/class/nvme/$ctrl/transport")" = rdma ] || fail "controller transport is not rdma"
@@ -359,12 +370,15 @@ nvmet_lifecycle_test() {
 	echo "nvmet-lifecycle $transport: ok"
 }
 
-# load_start DEVICE: verified random writes to [16 MiB, 32 MiB) of DEVICE for up to 40 s
-# in the background (checked as they go, so a lost acknowledged write shows).
+# load_start DEVICE: verified random writes to [16 MiB, 32 MiB) of DEVICE for up to 15 s
+# in the background (checked as they go, so a lost acknowledged write shows). fio must
+# not create files: when the device node goes, it would re-open its path between passes
+# and carry on in a file of the same name.
 load_start() {
 	fio --name=load --filename="$1" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
 		--iodepth=16 --offset=16M --size=16M --verify=crc32c --verify_backlog=64 \
-		--verify_fatal=1 --time_based --runtime=40 --output=/tmp/fio-load.out >/dev/null 2>&1 &
+		--verify_fatal=1 --time_based --runtime=15 --allow_file_create=0 \
+		--output=/tmp/fio-load.out >/dev/null 2>&1 &
 	LOAD_PID=$!
 	sleep 3
 }
@@ -401,7 +415,7 @@ nvmet_teardown_test() {
 	dev=$(host_connect "$RRS_IP4_A" 4420 "${reconnect[@]}")
 
 	step "data written and acknowledged before any teardown"
-	fio_verify "$dev" acked --rw=write --bs=4k --size=8M
+	fio_verify "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(a) the host disconnects under load"
 	load_start "$dev"
@@ -409,7 +423,7 @@ nvmet_teardown_test() {
 	load_end failed
 	nvmet_assert_idle "$transport"
 	dev=$(host_connect "$RRS_IP4_A" 4420 "${reconnect[@]}")
-	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(b) the port is unlinked from the subsystem under load; linked again, the host is back"
 	load_start "$dev"
@@ -419,7 +433,7 @@ nvmet_teardown_test() {
 	nvmet_link 1 "$NQN"
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
 	load_end any
-	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(c) the port is removed under load; made again, the host is back"
 	load_start "$dev"
@@ -431,7 +445,7 @@ nvmet_teardown_test() {
 	nvmet_link 1 "$NQN"
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
 	load_end any
-	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(e) the namespace is disabled under load; enabled again, the host finds it again"
 	load_start "$dev"
@@ -440,13 +454,13 @@ nvmet_teardown_test() {
 	echo 1 >"$ns/enable"
 	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; c=\$(host_ctrl $NQN) && d=\$(ns_dev \$c 1) && test -b \$d"
 	dev=$(ns_dev "$(host_ctrl "$NQN")" 1)
-	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 	host_disconnect
 	nvmet_assert_idle "$transport"
 	dev=$(host_connect "$RRS_IP4_A" 4420)
 
 	step "(d) rdma link delete under the live port, its queues and running I/O"
-	fio --name=under-removal --filename="$dev" --ioengine=libaio --direct=1 --rw=randread \
+	fio --name=under-removal --filename="$dev" --ioengine=libaio --direct=1 --allow_file_create=0 --rw=randread \
 		--bs=4k --iodepth=16 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
 	fio_pid=$!
 	sleep 3
@@ -455,6 +469,8 @@ nvmet_teardown_test() {
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
 	wait "$fio_pid" && fail "fio did not notice its device go away"
 	if [ "$transport" = nvmet_rdma_rs ]; then
+		# The transport's own RDMA client ended the queues before RDMA CM told them.
+		assert_dmesg "nvmet_rdma_rs: device rxe0 went away: ended its [1-9][0-9]* queue\(s\)"
 		assert_dmesg "nvmet_rdma_rs: port 1: listener lost \(DeviceRemoval\); re-creating it"
 		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
 	fi
@@ -478,7 +494,7 @@ nvmet_teardown_test() {
 	dev=$(host_connect "$RRS_IP4_A" 4420)
 
 	step "what was acknowledged before the removal is intact"
-	fio_verify_only "$dev" acked --rw=write --bs=4k --size=8M
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 	host_disconnect
 
 	step "tear down and unload"

@@ -17,6 +17,19 @@ if modprobe nvmet_rdma_rs 2>/dev/null; then fail "nvmet_rdma_rs loaded next to n
 assert_dmesg "nvmet_rdma_rs: another NVMe-oF RDMA transport is registered \(is nvmet_rdma loaded\?\)"
 rmmod nvmet-rdma
 
+step "module parameters: srq_size below 256 is refused at load and through sysfs"
+if modprobe nvmet_rdma_rs srq_size=100 2>/dev/null; then fail "nvmet_rdma_rs loaded with srq_size=100"; fi
+assert_dmesg "nvmet_rdma_rs: srq_size=100: must be a number of at least 256"
+if modprobe nvmet_rdma_rs use_srq=maybe 2>/dev/null; then fail "nvmet_rdma_rs loaded with use_srq=maybe"; fi
+modprobe nvmet_rdma_rs use_srq=y srq_size=300
+[ "$(cat /sys/module/nvmet_rdma_rs/parameters/use_srq)" = Y ] || fail "use_srq does not read Y"
+[ "$(cat /sys/module/nvmet_rdma_rs/parameters/srq_size)" = 300 ] || fail "srq_size does not read 300"
+expect_write_error /sys/module/nvmet_rdma_rs/parameters/srq_size 255 "Invalid argument"
+expect_write_error /sys/module/nvmet_rdma_rs/parameters/srq_size abc "Invalid argument"
+echo 512 >/sys/module/nvmet_rdma_rs/parameters/srq_size
+[ "$(cat /sys/module/nvmet_rdma_rs/parameters/srq_size)" = 512 ] || fail "srq_size does not read 512"
+rmmod nvmet_rdma_rs
+
 step "the alias: linking a port loads the transport"
 modinfo -F alias nvmet_rdma_rs | grep -qx "nvmet-transport-1" || fail "no nvmet-transport-1 alias"
 # This guest's module tree without the C transport, so the alias has one answer.

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Receive slots: where command capsules (and their in-capsule data) land.
+//!
+//! A queue has slots of its own, posted on its QP, one per command the host may send; or,
+//! with `use_srq`, it shares the slots of a shared receive queue with the other queues of
+//! its device and completion vector (see `srq`). Either way the slots are allocated
+//! once, never move (the C side points into them), and a completion finds its slot with
+//! `container_of`.
+
+use crate::queue::Queue;
+use crate::rdma::{bindings, Device, DmaBuf, Srq};
+use crate::wire::COMMAND_SIZE;
+use kernel::{prelude::*, sync::Arc, types::Opaque};
+
+/// In-capsule data is at most 16 KiB: four pages.
+pub(crate) const MAX_INLINE_PAGES: usize = 4;
+
+/// One receive slot.
+#[repr(C)]
+pub(crate) struct CmdSlot {
+    pub(crate) cqe: Opaque<bindings::ib_cqe>,
+    wr: Opaque<bindings::ib_recv_wr>,
+    sge: Opaque<[bindings::ib_sge; 2]>,
+    /// The nvmet request's scatterlist for in-capsule data.
+    pub(crate) sg: Opaque<[bindings::scatterlist; MAX_INLINE_PAGES]>,
+    /// The slot's number in its [`RecvSlots`].
+    pub(crate) index: u32,
+    /// The queue that owns the slot; null for slots of an SRQ, whose completions name
+    /// their queue through their QP.
+    pub(crate) queue: *const Queue,
+}
+
+/// A set of receive slots, their capsule buffers and in-capsule data buffers.
+///
+/// # Invariants
+///
+/// Slots never move; their work requests point into them and into the buffers, which live
+/// as long as the set. Shared slots are posted on `srq`, which the set keeps alive and
+/// drops first (field order), before the buffers its receives point to.
+pub(crate) struct RecvSlots {
+    srq: Option<Arc<Srq>>,
+    capsules: DmaBuf,
+    /// Per slot: its in-capsule data buffer (none when `inline_size` is 0).
+    inline: KVec<DmaBuf>,
+    inline_size: u32,
+    cmds: KVec<CmdSlot>,
+}
+
+// SAFETY: slots are shared with the device by design; each is used by one owner at a time
+// (the device until its receive completes, then the command that arrived in it).
+unsafe impl Send for RecvSlots {}
+// SAFETY: as above.
+unsafe impl Sync for RecvSlots {}
+
+impl RecvSlots {
+    /// `count` slots on `device` with `inline_size` bytes of in-capsule data each, for
+    /// queue `owner` (null for an SRQ's), registered with `lkey`; posted on `srq` if given,
+    /// else on the owner's QP.
+    pub(crate) fn new(
+        device: &Device,
+        lkey: u32,
+        count: u32,
+        inline_size: u32,
+        owner: *const Queue,
+        srq: Option<Arc<Srq>>,
+    ) -> Result<Self> {
+        let capsules = DmaBuf::new(device, count as usize * COMMAND_SIZE)?;
+        let mut inline = KVec::new();
+        if inline_size > 0 {
+            inline.reserve(count as usize, GFP_KERNEL)?;
+            for _ in 0..count {
+                inline.push(
+                    DmaBuf::new_page_aligned(device, inline_size as usize)?,
+                    GFP_KERNEL,
+                )?;
+            }
+        }
+        let mut cmds = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        for index in 0..count {
+            cmds.push(
+                CmdSlot {
+                    cqe: Opaque::zeroed(),
+                    wr: Opaque::zeroed(),
+                    sge: Opaque::zeroed(),
+                    sg: Opaque::zeroed(),
+                    index,
+                    queue: owner,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let slots = Self {
+            srq,
+            capsules,
+            inline,
+            inline_size,
+            cmds,
+        };
+        for cmd in &slots.cmds {
+            slots.prepare(cmd, lkey);
+        }
+        Ok(slots)
+    }
+
+    fn prepare(&self, cmd: &CmdSlot, lkey: u32) {
+        let index = cmd.index as usize;
+        let capsule = self.capsules.dma_addr(index * COMMAND_SIZE);
+        // SAFETY: the slot is not posted yet and never moves (invariant), so the pointers
+        // into it stay valid for the set's life.
+        unsafe {
+            (*cmd.cqe.get()).done = Some(crate::command::recv_done);
+            let sge = &mut *cmd.sge.get();
+            sge[0] = bindings::ib_sge {
+                addr: capsule,
+                length: COMMAND_SIZE as u32,
+                lkey,
+            };
+            let wr = &mut *cmd.wr.get();
+            wr.__bindgen_anon_1.wr_cqe = cmd.cqe.get();
+            wr.sg_list = sge.as_mut_ptr();
+            wr.num_sge = 1;
+            if let Some(data) = self.inline.get(index) {
+                sge[1] = bindings::ib_sge {
+                    addr: data.dma_addr(0),
+                    length: self.inline_size,
+                    lkey,
+                };
+                wr.num_sge = 2;
+            }
+        }
+    }
+
+    /// Slots in the set.
+    pub(crate) fn count(&self) -> u32 {
+        self.cmds.len() as u32
+    }
+
+    /// The SRQ the slots belong to.
+    ///
+    /// # Panics
+    ///
+    /// If they are a queue's own; only [`crate::srq::SrqSet`] hands out shared sets.
+    pub(crate) fn srq(&self) -> &Arc<Srq> {
+        self.srq.as_ref().expect("an SRQ's receive slots")
+    }
+
+    /// Whether the slots belong to an SRQ.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.srq.is_some()
+    }
+
+    /// Slot `index`.
+    pub(crate) fn slot(&self, index: u32) -> &CmdSlot {
+        &self.cmds[index as usize]
+    }
+
+    /// The capsule buffer (slot `i`'s command at `i * COMMAND_SIZE`).
+    pub(crate) fn capsules(&self) -> &DmaBuf {
+        &self.capsules
+    }
+
+    /// Slot `index`'s in-capsule data buffer, if the slots have one.
+    pub(crate) fn inline_data(&self, index: u32) -> Option<&DmaBuf> {
+        self.inline.get(index as usize)
+    }
+
+    /// Posts slot `index` (again): on the SRQ, or on `qp` (the owning queue's, live).
+    pub(crate) fn post(&self, qp: *mut bindings::ib_qp, index: u32) -> Result {
+        let slot = self.cmds.get(index as usize).ok_or(EINVAL)?;
+        let at = index as usize * COMMAND_SIZE;
+        self.capsules.sync_range_for_device(at, COMMAND_SIZE);
+        if let Some(data) = self.inline.get(index as usize) {
+            data.sync_range_for_device(0, self.inline_size as usize);
+        }
+        match &self.srq {
+            // SAFETY: the work request points into the slot and its buffers, which outlive
+            // the SRQ (the set owns both and drops the SRQ first).
+            Some(srq) => unsafe { srq.post_recv(slot.wr.get()) },
+            None => {
+                // SAFETY: the caller's QP is live; the slot outlives the receive (the
+                // queue drains the QP before it frees the slots).
+                let ret = unsafe {
+                    bindings::rdma_rs_ib_post_recv(qp, slot.wr.get(), core::ptr::null_mut())
+                };
+                kernel::error::to_result(ret)
+            }
+        }
+    }
+}
