@@ -14,7 +14,12 @@
 //! hand such work to a work item, as the C users of RDMA CM do.
 
 use super::{addr::SocketAddr, bindings, qp::Local, qp::Qp, Cq, Device, DmaBuf, Pd, Srq};
-use core::{cell::Cell, marker::PhantomData, ptr::NonNull};
+use core::{
+    cell::Cell,
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow},
@@ -288,6 +293,24 @@ struct Verbs {
     pd: QpPd,
     /// The SRQ the QP receives from, if any (kept alive until the QP is gone).
     srq: Option<Arc<Srq>>,
+    /// The QP was drained: once is enough, and on an SRQ a second `ib_drain_qp` would
+    /// wait a minute for an `IB_EVENT_QP_LAST_WQE_REACHED` that came already.
+    drained: AtomicBool,
+}
+
+impl Verbs {
+    /// Drains the QP of `id` unless done before.
+    ///
+    /// # Safety
+    ///
+    /// `id` owns these verbs and its QP exists; the caller runs in process context, not in
+    /// a completion callback of the QP's CQ.
+    unsafe fn drain(&self, id: *mut bindings::rdma_cm_id) {
+        if !self.drained.swap(true, Ordering::AcqRel) {
+            // SAFETY: see the function's safety section.
+            unsafe { bindings::ib_drain_qp((*id).qp) };
+        }
+    }
 }
 
 /// The PD under a QP: its own, or the one of the SRQ it shares with other QPs.
@@ -477,7 +500,12 @@ impl<T: CmHandler> CmId<T> {
         // destroys the QP first).
         // (An SRQ belongs to the PD given here: `create_qp_on_srq` passes the SRQ's.)
         to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.get().as_raw(), &mut attr) })?;
-        self.verbs = Some(Verbs { cq, pd, srq });
+        self.verbs = Some(Verbs {
+            cq,
+            pd,
+            srq,
+            drained: AtomicBool::new(false),
+        });
         Ok(attr.cap.max_send_wr)
     }
 
@@ -637,10 +665,10 @@ impl<T: CmHandler> CmId<T> {
     /// called from a completion callback of the QP's CQ.
     pub(crate) fn shut_down(&self) {
         let _ = self.disconnect();
-        if self.verbs.is_some() {
+        if let Some(verbs) = &self.verbs {
             // SAFETY: the QP exists while `verbs` is set (invariant); the caller runs in
             // process context outside the CQ's completion callbacks, as draining needs.
-            unsafe { bindings::ib_drain_qp((*self.raw()).qp) };
+            unsafe { verbs.drain(self.raw()) };
         }
     }
 }
@@ -651,7 +679,7 @@ impl<T: CmHandler> Drop for CmId<T> {
             // SAFETY: the QP exists (invariant); draining from this process context,
             // never a completion callback of its CQ, completes every posted request.
             unsafe {
-                bindings::ib_drain_qp((*self.raw()).qp);
+                verbs.drain(self.raw());
                 bindings::rdma_destroy_qp(self.raw());
             }
             drop(verbs);

@@ -17,7 +17,7 @@ make -C "$REPO_ROOT" KDIR="$kbuild" modules >/dev/null
 run_dir=$CACHE_DIR/runs/hostile-random-$seed
 log "hostile host, random mode: seed $seed, $iterations cases (replay: make hostile-random SEED=$seed ITERATIONS=$iterations)"
 rc=0
-"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -t $((600 + iterations * 6)) -o "$run_dir" \
+"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -t $((600 + iterations * 12)) -o "$run_dir" \
 	"$REPO_ROOT/tests/vm/nvmet-hostile.sh" -s "$seed" -i "$iterations" || rc=$?
 grep -E '^(case .*FAILED|random mode|[0-9]+ failed)' "$run_dir/test.log" || true
 log "seed $seed: $([ $rc = 0 ] && echo passed || echo FAILED); logs in $run_dir"

@@ -212,27 +212,27 @@ nvmet_io_test() {
 	[ "$(cat "/sys/class/nvme/$ctrl/transport")" = rdma ] || fail "controller transport is not rdma"
 
 	step "fio with crc32c verify: in-capsule and keyed, 512 B to 1 MiB, depth 1 to 128"
-	fio_verify "$dev" incapsule4k --rw=randwrite --bs=4k --iodepth=16 --size=4M
-	fio_verify "$dev" keyed128k --rw=write --bs=128k --iodepth=4 --size=8M --offset=8M
-	fio_verify "$dev" mixed --rw=randwrite --bssplit=512/20:4k/30:64k/30:1m/20 --iodepth=32 --size=16M --offset=16M
-	fio_verify "$dev" qd1 --rw=randwrite --bs=8k --iodepth=1 --size=1M --offset=32M
-	fio_verify "$dev" qd128 --rw=randwrite --bs=16k --iodepth=128 --size=8M --offset=40M
-	fio_verify "$dev" seqread --rw=write --bs=1m --iodepth=8 --size=8M --offset=48M
-	fio_verify_only "$dev" seqread --rw=read --bs=1m --iodepth=8 --size=8M --offset=48M
+	fio_verify "$dev" incapsule4k --rw=randwrite --bs=4k --iodepth=16 --size=2M
+	fio_verify "$dev" keyed128k --rw=write --bs=128k --iodepth=4 --size=4M --offset=8M
+	fio_verify "$dev" mixed --rw=randwrite --bssplit=512/20:4k/30:64k/30:1m/20 --iodepth=32 --size=8M --offset=16M
+	fio_verify "$dev" qd1 --rw=randwrite --bs=8k --iodepth=1 --size=512K --offset=32M
+	fio_verify "$dev" qd128 --rw=randwrite --bs=16k --iodepth=128 --size=4M --offset=40M
+	fio_verify "$dev" seqread --rw=write --bs=1m --iodepth=8 --size=4M --offset=48M
+	fio_verify_only "$dev" seqread --rw=read --bs=1m --iodepth=8 --size=4M --offset=48M
 
 	step "file namespace: 4 KiB blocks verify, 512 B I/O is refused"
 	local ns2
 	ns2=$(ns_dev "$ctrl" 2) || fail "no block device for namespace 2"
 	wait_until 10 test -b "$ns2"
 	[ "$(cat "/sys/block/${ns2#/dev/}/queue/logical_block_size")" = 4096 ] || fail "$ns2 does not have 4 KiB blocks"
-	fio_verify "$ns2" file4k --rw=randwrite --bs=4k --iodepth=8 --size=4M
+	fio_verify "$ns2" file4k --rw=randwrite --bs=4k --iodepth=8 --size=2M
 	if dd if=/dev/zero of="$ns2" bs=512 count=1 oflag=direct 2>/dev/null; then fail "512 B direct write to $ns2 succeeded"; fi
 
 	step "disconnect; the data is still there after a reconnect"
 	host_disconnect
 	dev=$(host_connect "$ip" 4420 --nr-io-queues=1 --queue-size=32)
-	fio_verify_only "$dev" seqread --rw=read --bs=1m --iodepth=8 --size=8M --offset=48M
-	fio_verify_only "$dev" keyed128k --rw=write --bs=128k --iodepth=4 --size=8M --offset=8M
+	fio_verify_only "$dev" seqread --rw=read --bs=1m --iodepth=8 --size=4M --offset=48M
+	fio_verify_only "$dev" keyed128k --rw=write --bs=128k --iodepth=4 --size=4M --offset=8M
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		cat /sys/kernel/debug/nvmet_rdma_rs/queues
 		[ "$(grep -c 'qid [1-9]' /sys/kernel/debug/nvmet_rdma_rs/queues)" = 1 ] || fail "--nr-io-queues=1 did not make one I/O queue"
@@ -509,31 +509,43 @@ nvmet_teardown_test() {
 
 # nvmet_hostile_test TRANSPORT_MODULE [nvmf-hostile options...]: the hostile host
 # (tests/hostile/nvmf-hostile.c, built here: the guest shares the host's compiler and
-# rdma-core headers) against the transport, then a well-behaved host with verified I/O,
-# no queue left, unload, no leak.
+# rdma-core headers) against the transport, with queues on receive queues of their own
+# and then (for ours) on shared receive queues; each time a well-behaved host with
+# verified I/O afterwards, and no queue left. Then unload, no leak.
 nvmet_hostile_test() {
-	local transport=$1 dev rc=0
+	local transport=$1 dev rc args
 	shift
 	kmemleak_start
-	nvmet_rxe_target "$transport"
 	cc -O1 -Wall -o /tmp/nvmf-hostile "$RRS_REPO/tests/hostile/nvmf-hostile.c" -lrdmacm -libverbs ||
 		fail "cannot build the hostile host"
+	veth_setup
+	rdma_link_add rxe0 rxe veth0
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+	for args in "" "use_srq=1 srq_size=256"; do
+		[ -n "$args" ] && [ "$transport" != nvmet_rdma_rs ] && continue
+		NVMET_MODULE_ARGS=$args nvmet_load "$transport"
+		nvmet_subsystem "$NQN"
+		nvmet_namespace "$NQN" 1 /dev/nullb0
+		nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+		nvmet_link 1 "$NQN"
 
-	step "the hostile host: ${*:-every case}"
-	/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" "$@" || rc=$?
-	[ "$rc" = 0 ] || fail "the hostile host reports failed cases (status $rc)"
+		step "the hostile host (${args:-own receive queues}): ${*:-every case}"
+		rc=0
+		/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" "$@" || rc=$?
+		[ "$rc" = 0 ] || fail "the hostile host reports failed cases (status $rc)"
 
-	step "afterwards: no queue is left, a real host is served with verified I/O"
-	nvmet_assert_idle "$transport"
-	dev=$(host_connect "$RRS_IP4_A" 4420)
-	fio_verify "$dev" after-hostile --rw=randwrite --bs=4k --iodepth=16 --size=4M
-	host_disconnect
+		step "afterwards: no queue is left, a real host is served with verified I/O"
+		nvmet_assert_idle "$transport"
+		dev=$(host_connect "$RRS_IP4_A" 4420)
+		fio_verify "$dev" after-hostile --rw=randwrite --bs=4k --iodepth=16 --size=4M
+		host_disconnect
 
-	step "tear down and unload"
-	nvmet_clear
+		step "tear down and unload"
+		nvmet_clear
+		nvmet_assert_idle "$transport"
+		rmmod "$transport"
+	done
 	modprobe -r nvme-rdma
-	nvmet_assert_idle "$transport"
-	rmmod "$transport"
 	rdma_link_delete rxe0
 	kmemleak_check
 	echo "nvmet-hostile $transport: ok"
