@@ -67,7 +67,8 @@ impl SrqSet {
             }
             set.srqs.push(Arc::new(slots, GFP_KERNEL)?, GFP_KERNEL)?;
         }
-        pr_info!(
+        // (debug only: made with a device's first queue, it comes and goes with them)
+        pr_debug!(
             "{}: {} SRQ(s) of {} receives ({} bytes in-capsule)\n",
             name,
             count,

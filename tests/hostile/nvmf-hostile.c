@@ -613,10 +613,21 @@ static bool case_oversized(void)
 	bool ok = false;
 
 	EXPECT(a, "no admin queue");
-	/* The admin queue takes no in-capsule data: 64 B + 1 is too much. */
+	/* Past any receive buffer (at most 16 KiB of in-capsule data on any port). */
 	sqe(a, OPC_ADMIN_IDENTIFY, &cid);
-	send_capsule(a, SQE_SIZE + 1);
-	EXPECT(wait_torn_down(a), "a 65-byte admin capsule left the queue up");
+	send_capsule(a, SEND_BUF_SIZE);
+	EXPECT(wait_torn_down(a), "a %d-byte admin capsule left the queue up", SEND_BUF_SIZE);
+	conn_close(a);
+	/*
+	 * The admin queue takes no in-capsule data: a byte more than the command ends the
+	 * queue where its receive buffers hold just the command, and is ignored where they
+	 * are an SRQ's (sized for I/O queues): either way an answer or a teardown.
+	 */
+	a = admin_queue(&cntlid);
+	EXPECT(a, "no admin queue");
+	sqe(a, OPC_ADMIN_IDENTIFY, &cid);
+	a->send_buf[SQE_SIZE] = 0x5a;
+	EXPECT(run(a, SQE_SIZE + 1, cid, NULL) != TIMED_OUT, "a 65-byte admin capsule: no answer, no teardown");
 	conn_close(a);
 	a = admin_queue(&cntlid);
 	EXPECT(a, "no admin queue");

@@ -202,8 +202,7 @@ nvmet_io_test() {
 	dev=$(host_connect "$ip" 4420)
 	ctrl=$(host_ctrl "$NQN")
 	if [ "$transport" = nvmet_rdma_rs ] && [[ ${NVMET_MODULE_ARGS:-} == *use_srq=1* ]]; then
-		# Every queue takes its commands from the device's SRQ (one per completion vector).
-		assert_dmesg "nvmet_rdma_rs: ${provider}0: [1-9][0-9]* SRQ\(s\) of [0-9]+ receives"
+		# Every queue takes its commands from one of the device's SRQs.
 		grep -q "srq 0" /sys/kernel/debug/nvmet_rdma_rs/queues && { cat /sys/kernel/debug/nvmet_rdma_rs/queues; fail "a queue without the SRQ"; }
 		grep -q "srq 1" /sys/kernel/debug/nvmet_rdma_rs/queues || fail "no queue on the SRQ"
 	fi
