@@ -129,8 +129,8 @@ impl Target {
             let mut gone = KVec::new();
             while let Some(index) = sets.iter().position(|set| set.is_on(device)) {
                 if let Ok(set) = sets.remove(index) {
-                    // (the vector has room: it held the set a moment ago)
-                    let _ = gone.push(set, GFP_ATOMIC);
+                    // (if this allocation fails, the set is freed here, under the lock)
+                    let _ = gone.push(set, GFP_KERNEL);
                 }
             }
             drop(sets);

@@ -443,6 +443,9 @@ static enum outcome run(struct conn *c, size_t len, uint16_t cid, struct respons
  * The fabrics Connect command for queue qid, its data (host ID, controller ID, NQNs)
  * through a keyed SGL (in the capsule for I/O queues when in_capsule is set).
  */
+/* The keep-alive timeout admin Connects ask for, in ms (0: none). */
+static uint32_t connect_kato;
+
 static enum outcome nvmf_connect(struct conn *c, uint16_t qid, uint16_t sqsize, uint16_t cntlid,
 				 bool in_capsule, struct response *r)
 {
@@ -454,6 +457,8 @@ static enum outcome nvmf_connect(struct conn *c, uint16_t qid, uint16_t sqsize, 
 	s[4] = FCTYPE_CONNECT;
 	put16(s + 42, qid);
 	put16(s + 44, sqsize);
+	if (qid == 0)
+		put32(s + 48, connect_kato);
 	memset(data, 0, 1024);
 	memcpy(data, "hostile-host-id!", 16);
 	put16(data + 16, cntlid);
@@ -963,6 +968,38 @@ out:
 }
 
 /*
+ * Keep-alive: a controller made with a 1 s keep-alive timeout stays while the host sends
+ * Keep Alive commands every 300 ms for 3 s; once they stop, nvmet core's timer ends the
+ * controller and the transport its queue (`delete_ctrl`) within a few seconds.
+ */
+static bool case_keep_alive(void)
+{
+	uint16_t cntlid, cid;
+	struct conn *a;
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+	int i;
+
+	connect_kato = 1000;
+	a = admin_queue(&cntlid);
+	connect_kato = 0;
+	EXPECT(a, "no admin queue");
+	for (i = 0; i < 10; i++) {
+		usleep(300 * 1000);
+		sqe(a, 0x18, &cid);
+		o = run(a, SQE_SIZE, cid, &r);
+		EXPECT(o == ANSWERED && r.status == 0, "Keep Alive %d: %s, status %#x", i, outcome_name(o),
+		       r.status);
+	}
+	EXPECT(wait_torn_down(a), "the controller outlived its keep-alive timeout");
+	ok = true;
+out:
+	conn_close(a);
+	return ok;
+}
+
+/*
  * Disconnects in the middle of an RDMA READ: a 1 MiB Write (the target READs host
  * memory), then the host's QP, MR and connection go at once, after 0 to 9 ms.
  */
@@ -1065,6 +1102,7 @@ static const struct {
 	{ "before-connect", case_before_connect },
 	{ "queue-sizes", case_queue_sizes },
 	{ "burst", case_burst },
+	{ "keep-alive", case_keep_alive },
 	{ "disconnect-mid-read", case_disconnect_mid_read },
 };
 
