@@ -32,8 +32,10 @@ wait_until() {
 	done
 }
 
-# veth_setup: a veth pair veth0 <-> veth1 with IPv4 and IPv6 addresses, both up.
+# veth_setup: a veth pair veth0 <-> veth1 with IPv4 and IPv6 addresses, both up (once).
 veth_setup() {
+	# (a test running several bodies in one boot sets it up once)
+	ip link show veth0 >/dev/null 2>&1 && return 0
 	ip link add veth0 type veth peer name veth1
 	ip addr add "$RRS_IP4_A/24" dev veth0
 	ip addr add "$RRS_IP4_B/24" dev veth1

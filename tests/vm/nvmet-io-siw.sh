@@ -1,6 +1,0 @@
-#!/bin/bash
-# NVMe-oF I/O through nvmet_rdma_rs over siw: discover, connect, fio with verify (in-capsule and
-# keyed, 512 B to 1 MiB, depth 1 to 128), a file namespace, reconnect, unload.
-. "$RRS_REPO/scripts/guest/lib.sh"
-. "$RRS_REPO/tests/lib/nvmet.sh"
-nvmet_io_test nvmet_rdma_rs siw
