@@ -2,11 +2,12 @@
 
 //! The data path: command capsules in, data by RDMA READ/WRITE, responses out.
 //!
-//! A queue has one receive slot per command the host may send ([`CmdSlot`]) and twice as
-//! many response slots ([`RspSlot`]), each with the `ib_cqe`s, work requests, `rdma_rw`
-//! context and `struct nvmet_req` of one command in flight. They are allocated with the
-//! queue and never move, so the C side can point into them; completions find their slot
-//! with `container_of`. A command goes:
+//! Commands land in receive slots ([`CmdSlot`], see `recv`): one per command the host may
+//! send, the queue's own or an SRQ's. A queue has receive-queue-size plus
+//! send-queue-size response slots ([`RspSlot`]), each with the `ib_cqe`s, work requests,
+//! `rdma_rw` context and `struct nvmet_req` of one command in flight. They are allocated
+//! with the queue and never move, so the C side can point into them; completions find
+//! their slot with `container_of`. A command goes:
 //!
 //! 1. receive completes → take a free response slot, `nvmet_req_init`, map the data
 //!    (in-capsule, or keyed through `rdma_rw_ctx_init`);
@@ -14,7 +15,8 @@
 //!    line until a completion frees some); for a write, RDMA READ the data first;
 //! 3. `req->execute`; the nvmet core calls [`queue_response`] when the backend is done;
 //! 4. for a read, the RDMA WRITEs are chained before the response SEND (with invalidate if
-//!    the host asked), the receive is posted again, the SEND goes out;
+//!    the host asked), the receive is posted again (a command that ends without a
+//!    response gives an SRQ's slot back at once), the SEND goes out;
 //! 5. the SEND completes → the slot's resources are released and the slot is free again.
 //!
 //! All callbacks of a queue's CQ run one at a time on the RDMA core's workqueue; only
