@@ -581,6 +581,28 @@ static const char *outcome_name(enum outcome o)
 	EXPECT((o) == ANSWERED && (r).status == (want), "%s: %s, status %#x, expected %#x", \
 	       what, outcome_name(o), (o) == ANSWERED ? (r).status : 0, want)
 
+/*
+ * An enabled admin queue and an I/O queue of `depth` on its controller, in *a and *q
+ * (NULL where not had); false, with `why` set, if either cannot be had.
+ */
+static bool open_queues(struct conn **a, struct conn **q, uint16_t depth)
+{
+	uint16_t cntlid;
+
+	*q = NULL;
+	*a = admin_queue(&cntlid);
+	if (!*a) {
+		snprintf(why, sizeof(why), "no admin queue");
+		return false;
+	}
+	*q = io_queue(cntlid, depth);
+	if (!*q) {
+		snprintf(why, sizeof(why), "no I/O queue");
+		return false;
+	}
+	return true;
+}
+
 /* --- the cases -------------------------------------------------------------------- */
 
 /* A capsule shorter than a command: the queue ends (C: "capsule size less than 64"). */
@@ -659,16 +681,15 @@ out:
  */
 static bool case_sgl_types(void)
 {
-	uint16_t cntlid, cid, want;
-	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	uint16_t cid, want;
+	struct conn *a, *q;
 	struct response r;
 	enum outcome o;
 	bool ok = false;
 	int kind;
 
-	EXPECT(a, "no admin queue");
-	q = io_queue(cntlid, 32);
-	EXPECT(q, "no I/O queue");
+	if (!open_queues(&a, &q, 32))
+		goto out;
 	for (kind = 0; kind < 256; kind++) {
 		uint8_t *s = sqe(q, OPC_FLUSH, &cid);
 
@@ -748,16 +769,15 @@ out:
 static bool case_lengths(void)
 {
 	uint32_t lens[] = { 0, 1, 4095, 4097, (1u << 24) - 1 };
-	uint16_t cntlid, cid;
-	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	uint16_t cid;
+	struct conn *a, *q;
 	struct response r;
 	enum outcome o;
 	bool ok = false;
 	unsigned int i;
 
-	EXPECT(a, "no admin queue");
-	q = io_queue(cntlid, 16);
-	EXPECT(q, "no I/O queue");
+	if (!open_queues(&a, &q, 16))
+		goto out;
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		rw_sqe(q, OPC_READ, 0, 8, &cid);
 		sgl_keyed(q, q->send_buf, 0, lens[i], q->data_mr->rkey, SGL_KEYED);
@@ -796,16 +816,15 @@ static bool case_in_capsule_offsets(void)
 		{ 1u << 20, 512, 4096 },	/* past any in-capsule size */
 		{ UINT64_MAX - 255, 512, 4096 },	/* wraps */
 	};
-	uint16_t cntlid, cid;
-	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	uint16_t cid;
+	struct conn *a, *q;
 	struct response r;
 	enum outcome o;
 	bool ok = false;
 	unsigned int i;
 
-	EXPECT(a, "no admin queue");
-	q = io_queue(cntlid, 16);
-	EXPECT(q, "no I/O queue");
+	if (!open_queues(&a, &q, 16))
+		goto out;
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		rw_sqe(q, OPC_WRITE, 0, t[i].len / 512, &cid);
 		sgl_in_capsule(q->send_buf, t[i].off, t[i].len);
@@ -925,8 +944,8 @@ out:
 static bool case_burst(void)
 {
 	const uint16_t depth = 8;
-	uint16_t cntlid, cid = 0;
-	struct conn *a = admin_queue(&cntlid), *q = NULL;
+	uint16_t cid = 0;
+	struct conn *a, *q;
 	struct ibv_send_wr wr[4 * 8], *bad;
 	struct ibv_sge sge[4 * 8];
 	struct response r;
@@ -934,9 +953,8 @@ static bool case_burst(void)
 	enum outcome o;
 	bool ok = false;
 
-	EXPECT(a, "no admin queue");
-	q = io_queue(cntlid, depth);
-	EXPECT(q, "no I/O queue");
+	if (!open_queues(&a, &q, depth))
+		goto out;
 	for (i = 0; i < 4 * depth; i++) {
 		uint8_t *s = q->send_buf + i * SQE_SIZE;
 
@@ -1005,16 +1023,14 @@ out:
  */
 static bool case_disconnect_mid_read(void)
 {
-	uint16_t cntlid, cid;
+	uint16_t cid;
 	struct conn *a = NULL, *q = NULL;
 	bool ok = false;
 	int i;
 
 	for (i = 0; i < 10; i++) {
-		a = admin_queue(&cntlid);
-		EXPECT(a, "no admin queue (round %d)", i);
-		q = io_queue(cntlid, 16);
-		EXPECT(q, "no I/O queue (round %d)", i);
+		if (!open_queues(&a, &q, 16))
+			goto out;
 		rw_sqe(q, OPC_WRITE, 0, 2048, &cid);
 		sgl_keyed(q, q->send_buf, 0, 1 << 20, q->data_mr->rkey, SGL_KEYED);
 		EXPECT(send_capsule(q, SQE_SIZE) == 0, "send failed");
@@ -1040,15 +1056,14 @@ out:
  */
 static bool case_random_one(void)
 {
-	uint16_t cntlid, cid;
-	struct conn *a = admin_queue(&cntlid), *q = NULL, *c;
+	uint16_t cid;
+	struct conn *a, *q, *c;
 	size_t len;
 	bool ok = false;
 	unsigned int n, i;
 
-	EXPECT(a, "no admin queue");
-	q = io_queue(cntlid, 16);
-	EXPECT(q, "no I/O queue");
+	if (!open_queues(&a, &q, 16))
+		goto out;
 	n = 1 + rnd_below(8);
 	for (i = 0; i < n; i++) {
 		uint8_t *s;
