@@ -125,17 +125,9 @@ impl Target {
         let device_idle = !queues.iter().any(|q| q.device_key() == device);
         drop(queues);
         if device_idle {
-            let mut sets = self.srq_sets.lock();
-            let mut gone = KVec::new();
-            while let Some(index) = sets.iter().position(|set| set.is_on(device)) {
-                if let Ok(set) = sets.remove(index) {
-                    // (if this allocation fails, the set is freed here, under the lock)
-                    let _ = gone.push(set, GFP_KERNEL);
-                }
-            }
-            drop(sets);
-            // Freed outside the lock; queues still holding a set's slots keep them.
-            drop(gone);
+            // (made under this lock, freed under it; queues still holding a set's slots
+            // keep them)
+            self.srq_sets.lock().retain(|set| !set.is_on(device));
         }
         self.emptied.notify_all();
     }
