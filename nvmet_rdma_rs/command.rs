@@ -10,13 +10,15 @@
 //! their slot with `container_of`. A command goes:
 //!
 //! 1. receive completes → take a free response slot, `nvmet_req_init`, map the data
-//!    (in-capsule, or keyed through `rdma_rw_ctx_init`);
+//!    (in-capsule, or keyed through `rdma_rw_ctx_init`; with T10-PI, through
+//!    `rdma_rw_ctx_signature_init`, the HCA checking or generating the PI);
 //! 2. reserve send queue space for the response and the RDMA work requests (or wait in
 //!    line until a completion frees some); for a write, RDMA READ the data first;
 //! 3. `req->execute`; the nvmet core calls [`queue_response`] when the backend is done;
 //! 4. for a read, the RDMA WRITEs are chained before the response SEND (with invalidate if
 //!    the host asked), the receive is posted again (a command that ends without a
-//!    response gives an SRQ's slot back at once), the SEND goes out;
+//!    response gives an SRQ's slot back at once), the SEND goes out; with T10-PI the
+//!    WRITEs go alone, and the SEND follows once their completion showed the PI intact;
 //! 5. the SEND completes → the slot's resources are released and the slot is free again.
 //!
 //! All callbacks of a queue's CQ run one at a time on the RDMA core's workqueue; only
@@ -24,9 +26,10 @@
 //! lock.
 
 use crate::queue::Queue;
-use crate::rdma::{bindings, CmId, Device, DmaBuf};
+use crate::rdma::{bindings, signature, CmId, Device, DmaBuf};
 use crate::recv::{CmdSlot, RecvSlots, MAX_INLINE_PAGES};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
+use crate::{pi, protection};
 use core::{
     cell::UnsafeCell,
     sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed},
@@ -57,6 +60,9 @@ struct RspState {
     in_capsule: bool,
     /// An `rdma_rw` context is initialised (and owes `rdma_rw_ctx_destroy`).
     rw_live: bool,
+    /// The context is a signature one: the data carries T10-PI (and it owes
+    /// `rdma_rw_ctx_destroy_signature`).
+    pi: bool,
     /// RDMA work requests the context posts (send queue space reserved for them).
     n_rdma: u32,
     /// The host's rkey to invalidate with the response.
@@ -68,6 +74,7 @@ struct RspState {
 struct RspSlot {
     send_cqe: Opaque<bindings::ib_cqe>,
     read_cqe: Opaque<bindings::ib_cqe>,
+    write_cqe: Opaque<bindings::ib_cqe>,
     send_wr: Opaque<bindings::ib_send_wr>,
     send_sge: Opaque<bindings::ib_sge>,
     rw: Opaque<bindings::rdma_rw_ctx>,
@@ -110,6 +117,8 @@ pub(crate) struct Io {
     responses: DmaBuf,
     /// In-capsule data the queue accepts per command (0 on the admin queue).
     inline_size: u32,
+    /// The QP offloads T10-PI (signature MRs).
+    integrity: bool,
     rsps: KVec<RspSlot>,
     /// Send queue entries not reserved.
     sq_wr_avail: AtomicI32,
@@ -128,6 +137,7 @@ fn zeroed_rsp(index: u32, queue: *const Queue) -> RspSlot {
     RspSlot {
         send_cqe: Opaque::zeroed(),
         read_cqe: Opaque::zeroed(),
+        write_cqe: Opaque::zeroed(),
         send_wr: Opaque::zeroed(),
         send_sge: Opaque::zeroed(),
         rw: Opaque::zeroed(),
@@ -140,13 +150,15 @@ fn zeroed_rsp(index: u32, queue: *const Queue) -> RspSlot {
 
 impl Io {
     /// Allocates and maps the queue's buffers and prepares its slots; `sq_depth` is the
-    /// send queue depth the QP got. Commands arrive in `shared` (an SRQ's slots) if
-    /// given, else in receive slots of the queue's own.
+    /// send queue depth the QP got, `integrity` whether it offloads T10-PI. Commands
+    /// arrive in `shared` (an SRQ's slots) if given, else in receive slots of the queue's
+    /// own.
     pub(crate) fn new(
         queue: &Arc<Queue>,
         id: &CmId<Queue>,
         inline_size: u32,
         sq_depth: u32,
+        integrity: bool,
         shared: Option<Arc<RecvSlots>>,
     ) -> Result<Self> {
         let device = id.device().ok_or(ENODEV)?;
@@ -175,6 +187,7 @@ impl Io {
             recv: recv_slots,
             responses,
             inline_size,
+            integrity,
             rsps,
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
             waiters: AtomicU32::new(0),
@@ -192,6 +205,7 @@ impl Io {
         unsafe {
             (*rsp.send_cqe.get()).done = Some(send_done);
             (*rsp.read_cqe.get()).done = Some(read_done);
+            (*rsp.write_cqe.get()).done = Some(write_done);
             *rsp.send_sge.get() = bindings::ib_sge {
                 addr: self.responses.dma_addr(offset),
                 length: RESPONSE_SIZE as u32,
@@ -278,7 +292,7 @@ impl Io {
                 len,
                 key,
                 invalidate,
-            } => self.map_keyed(rsp, addr, len, key, invalidate),
+            } => self.map_keyed(rsp, &command, addr, len, key, invalidate),
         });
         if let Err(error) = mapped {
             // SAFETY: the request is initialised and ours until it completes.
@@ -310,6 +324,15 @@ impl Io {
         let state = unsafe { rsp.state() };
         let data_received = received - COMMAND_SIZE as u32;
         wire::check_in_capsule(command, offset, len, self.inline_size, data_received)?;
+        // SAFETY: the request is initialised and ours.
+        if unsafe { (*rsp.req()).metadata_len } != 0 {
+            // The PI would need a signature MR: hosts send such data keyed (the C
+            // transport would hand the backend no PI buffer here).
+            return Err(wire::CommandError {
+                status: status::INVALID_FIELD | status::DNR,
+                error_loc: 24,
+            });
+        }
         if len == 0 {
             return Ok(());
         }
@@ -355,10 +378,11 @@ impl Io {
     }
 
     /// Allocates the request's data buffer and an `rdma_rw` context for host memory at
-    /// `addr`/`key`.
+    /// `addr`/`key`: a signature one if the command carries T10-PI.
     fn map_keyed(
         &self,
         rsp: &RspSlot,
+        command: &[u8; COMMAND_SIZE],
         addr: u64,
         len: u32,
         key: u32,
@@ -371,39 +395,105 @@ impl Io {
             status: status::INTERNAL,
             error_loc: u16::MAX,
         };
-        // SAFETY: the request is initialised and ours; `rdma_rw_ctx_init` maps the
-        // request's scatterlist for the QP's device; the context lives in the slot.
+        // SAFETY: the request is initialised and ours; `rdma_rw_ctx_init` and
+        // `rdma_rw_ctx_signature_init` map the request's scatterlists for the QP's device;
+        // the context lives in the slot.
         unsafe {
             (*req).transfer_len = len as usize;
             if len == 0 {
                 return Ok(());
             }
+            let mut sig_attrs = None;
+            if (*req).metadata_len != 0 {
+                let Some(signature) = self.signature(req, command) else {
+                    (*req).transfer_len = 0;
+                    return Err(internal);
+                };
+                if signature.hca_generates_pi {
+                    (*req).transfer_len += (*req).metadata_len;
+                }
+                (*(*req).cmd).__bindgen_anon_1.rw.control = signature.control.to_le();
+                sig_attrs = Some(pi::sig_attrs(&signature));
+            }
             if bindings::nvmet_req_alloc_sgls(req) < 0 {
                 (*req).transfer_len = 0;
                 return Err(internal);
             }
-            let ret = bindings::rdma_rw_ctx_init(
-                rsp.rw.get(),
-                self.qp,
-                self.port_num,
-                (*req).sg,
-                (*req).sg_cnt as u32,
-                0,
-                addr,
-                key,
-                direction(state.write),
-            );
+            let ret = match &mut sig_attrs {
+                Some(attrs) => bindings::rdma_rw_ctx_signature_init(
+                    rsp.rw.get(),
+                    self.qp,
+                    self.port_num,
+                    (*req).sg,
+                    (*req).sg_cnt as u32,
+                    (*req).metadata_sg,
+                    (*req).metadata_sg_cnt as u32,
+                    attrs,
+                    addr,
+                    key,
+                    direction(state.write),
+                ),
+                None => bindings::rdma_rw_ctx_init(
+                    rsp.rw.get(),
+                    self.qp,
+                    self.port_num,
+                    (*req).sg,
+                    (*req).sg_cnt as u32,
+                    0,
+                    addr,
+                    key,
+                    direction(state.write),
+                ),
+            };
             if ret < 0 {
                 (*req).transfer_len = 0;
                 return Err(internal);
             }
             state.n_rdma = ret as u32;
+            state.pi = sig_attrs.is_some();
         }
         state.rw_live = true;
         if invalidate {
             state.invalidate = Some(key);
         }
         Ok(())
+    }
+
+    /// The T10-PI signature of a read or write command on a namespace with PI; `None` if
+    /// the QP cannot offload PI or the namespace's device has no usable integrity profile.
+    ///
+    /// # Safety
+    ///
+    /// `req` is initialised (its namespace looked up) and `command` is its capsule.
+    unsafe fn signature(
+        &self,
+        req: *mut bindings::nvmet_req,
+        command: &[u8; COMMAND_SIZE],
+    ) -> Option<protection::Signature> {
+        if !self.integrity {
+            return None;
+        }
+        // SAFETY: a command with metadata has a block device namespace (the nvmet core
+        // sets `metadata_len` only for those), held by the request.
+        let (pi_type, integrity) = unsafe {
+            let ns = (*req).ns;
+            if ns.is_null() || (*ns).bdev.is_null() {
+                return None;
+            }
+            (
+                (*ns).pi_type,
+                bindings::rdma_rs_bdev_get_integrity((*ns).bdev),
+            )
+        };
+        // SAFETY: the profile, if any, lives as long as the namespace's device.
+        let interval_exp = unsafe { integrity.as_ref() }?.interval_exp;
+        protection::signature(command, u8::try_from(pi_type).ok()?, interval_exp)
+    }
+
+    /// The NVMe status of the PI checks of a command's signature context (0: passed).
+    fn pi_status(&self, rsp: &RspSlot) -> u16 {
+        // SAFETY: called once the context's transfer completed, before it is destroyed.
+        pi::status(unsafe { signature::rw_ctx_sig_error(rsp.rw.get()) })
     }
 
     /// Reserves send queue space for the command's work requests and starts it: RDMA READ
@@ -635,6 +725,22 @@ pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bi
     io.start(queue, slot.index, rsp, wc.byte_len);
 }
 
+/// The data path of a command whose RDMA transfer (its READ, or its WRITEs with T10-PI)
+/// completed, and the command's state, with the transfer's send queue space given back.
+// (The state is the slot's, lent to the completion that owns the slot, as in
+// `RspSlot::state`.)
+#[allow(clippy::mut_from_ref)]
+fn transfer_completed<'a>(
+    queue: &'a Queue,
+    rsp: &'a RspSlot,
+) -> Option<(&'a Io, &'a mut RspState)> {
+    let io = queue.io.as_ref()?;
+    // SAFETY: the transfer was the command's step in progress: it owns the slot.
+    let state = unsafe { rsp.state() };
+    io.sq_wr_avail.fetch_add(state.n_rdma as i32, Relaxed);
+    Some((io, state))
+}
+
 /// An RDMA READ of a command's data completed.
 ///
 /// # Safety
@@ -642,12 +748,9 @@ pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bi
 /// Called by the RDMA core for an `rdma_rw` context posted by [`Io::execute`].
 unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
     let (wc, rsp, queue) = completed_slot!(wc, RspSlot, read_cqe);
-    let Some(io) = queue.io.as_ref() else {
+    let Some((io, state)) = transfer_completed(queue, rsp) else {
         return;
     };
-    // SAFETY: the read was the command's step in progress: it owns the slot.
-    let state = unsafe { rsp.state() };
-    io.sq_wr_avail.fetch_add(state.n_rdma as i32, Relaxed);
     let req = rsp.req();
     if !is_success(wc) {
         io.free_data(rsp, state);
@@ -665,12 +768,51 @@ unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_
             .read_bytes
             .fetch_add((*req).transfer_len as u64, Relaxed);
     }
+    let pi_status = if state.pi { io.pi_status(rsp) } else { 0 };
     io.free_rw(rsp, state);
     // SAFETY: as above.
     unsafe {
-        if let Some(execute) = (*req).execute {
+        if pi_status != 0 {
+            bindings::nvmet_req_complete(req, pi_status);
+        } else if let Some(execute) = (*req).execute {
             execute(req);
         }
+    }
+}
+
+/// The RDMA WRITEs of a command's data with T10-PI completed: the response goes out now,
+/// with the PI error the signature MR found, if any.
+///
+/// # Safety
+///
+/// Called by the RDMA core for an `rdma_rw` context posted by [`queue_response`].
+unsafe extern "C" fn write_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    let (wc, rsp, queue) = completed_slot!(wc, RspSlot, write_cqe);
+    let Some((io, state)) = transfer_completed(queue, rsp) else {
+        return;
+    };
+    let pi_status = if is_success(wc) { io.pi_status(rsp) } else { 0 };
+    io.free_rw(rsp, state);
+    if !is_success(wc) {
+        // (the request completed already: only the slot is left to free)
+        io.release(queue, rsp);
+        failed(queue, "RDMA WRITE", wc);
+        return;
+    }
+    let offset = rsp.index as usize * RESPONSE_SIZE;
+    // SAFETY: the response is ours until its SEND is posted; the SEND work request was
+    // prepared by `queue_response`; the QP is live while requests are outstanding.
+    let posted = unsafe {
+        if pi_status != 0 {
+            (*(*rsp.req()).cqe).status = (pi_status << 1).to_le();
+            io.responses.sync_range_for_device(offset, RESPONSE_SIZE);
+        }
+        bindings::rdma_rs_ib_post_send(io.qp, rsp.send_wr.get(), core::ptr::null_mut())
+    };
+    if posted != 0 {
+        pr_err!("cannot post a response; ending the queue\n");
+        io.release(queue, rsp);
+        queue.close(c"send post failure");
     }
 }
 
@@ -679,18 +821,33 @@ impl Io {
     fn free_rw(&self, rsp: &RspSlot, state: &mut RspState) {
         if state.rw_live {
             let req = rsp.req();
-            // SAFETY: initialised on `req.sg` by `map_keyed`, and not in use any more.
+            // SAFETY: initialised on `req.sg` (and `req.metadata_sg` for a signature
+            // context) by `map_keyed`, and not in use any more.
             unsafe {
-                bindings::rdma_rw_ctx_destroy(
-                    rsp.rw.get(),
-                    self.qp,
-                    self.port_num,
-                    (*req).sg,
-                    (*req).sg_cnt as u32,
-                    direction(state.write),
-                )
+                if state.pi {
+                    bindings::rdma_rw_ctx_destroy_signature(
+                        rsp.rw.get(),
+                        self.qp,
+                        self.port_num,
+                        (*req).sg,
+                        (*req).sg_cnt as u32,
+                        (*req).metadata_sg,
+                        (*req).metadata_sg_cnt as u32,
+                        direction(state.write),
+                    )
+                } else {
+                    bindings::rdma_rw_ctx_destroy(
+                        rsp.rw.get(),
+                        self.qp,
+                        self.port_num,
+                        (*req).sg,
+                        (*req).sg_cnt as u32,
+                        direction(state.write),
+                    )
+                }
             };
             state.rw_live = false;
+            state.pi = false;
         }
         state.n_rdma = 0;
     }
@@ -744,13 +901,14 @@ pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
                 .stats
                 .write_bytes
                 .fetch_add((*req).transfer_len as u64, Relaxed);
-            bindings::rdma_rw_ctx_wrs(
-                rsp.rw.get(),
-                io.qp,
-                io.port_num,
-                core::ptr::null_mut(),
-                send,
-            )
+            // With PI the SEND waits for the WRITEs' completion (`write_done`), which
+            // tells whether the PI was intact.
+            let (cqe, chain) = if state.pi {
+                (rsp.write_cqe.get(), core::ptr::null_mut())
+            } else {
+                (core::ptr::null_mut(), core::ptr::from_mut(send))
+            };
+            bindings::rdma_rw_ctx_wrs(rsp.rw.get(), io.qp, io.port_num, cqe, chain)
         } else {
             send
         };

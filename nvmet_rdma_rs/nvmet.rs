@@ -146,20 +146,32 @@ impl PortConfig<'_> {
         self.port.max_queue_size = size;
     }
 
-    /// `param_pi_enable`.
-    pub(crate) fn pi_enable(&self) -> bool {
-        self.port.pi_enable
-    }
-
-    /// Switches protection information off (no device here can carry it).
-    pub(crate) fn disable_pi(&mut self) {
-        self.port.pi_enable = false;
-    }
-
     /// The port for `nvmet_req.port`; valid while the port is enabled.
     pub(crate) fn raw(&mut self) -> *mut bindings::nvmet_port {
         self.port
     }
+}
+
+/// An enabled port's `param_pi_enable`.
+///
+/// # Safety
+///
+/// `port` is a port this transport enabled and has not yet removed. (configfs refuses to
+/// change an enabled port's parameters: meanwhile only this transport writes the field.)
+pub(crate) unsafe fn port_pi_enabled(port: *mut bindings::nvmet_port) -> bool {
+    // SAFETY: see the function's safety section.
+    unsafe { core::ptr::read_volatile(&raw const (*port).pi_enable) }
+}
+
+/// Switches an enabled port's `param_pi_enable` off, for controllers created from now on;
+/// configfs then shows 0.
+///
+/// # Safety
+///
+/// As for [`port_pi_enabled`].
+pub(crate) unsafe fn disable_port_pi(port: *mut bindings::nvmet_port) {
+    // SAFETY: see the function's safety section.
+    unsafe { core::ptr::write_volatile(&raw mut (*port).pi_enable, false) }
 }
 
 /// Reads the port's transport state, stored by `add_port`.

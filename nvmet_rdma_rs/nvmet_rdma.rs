@@ -12,7 +12,9 @@ mod rdma;
 mod command;
 mod devices;
 mod nvmet;
+mod pi;
 mod port;
+mod protection;
 mod queue;
 mod recv;
 mod srq;
@@ -48,6 +50,23 @@ const _: () = assert!(size_of::<bindings::nvme_rdma_cm_req>() == wire::ConnectDa
 const _: () = assert!(bindings::NVME_AQ_DEPTH == wire::ADMIN_QUEUE_DEPTH);
 const _: () = assert!(bindings::NVME_SC_SGL_INVALID_TYPE == wire::status::SGL_INVALID_TYPE as u32);
 const _: () = assert!(bindings::NVME_STATUS_DNR == wire::status::DNR as u32);
+// ... and with `protection`.
+const _: () = assert!(bindings::NVME_RW_PRINFO_PRACT == protection::control::PRACT as u32);
+const _: () = assert!(bindings::NVME_RW_PRINFO_PRCHK_REF == protection::control::PRCHK_REF as u32);
+const _: () = assert!(bindings::NVME_RW_PRINFO_PRCHK_APP == protection::control::PRCHK_APP as u32);
+const _: () =
+    assert!(bindings::NVME_RW_PRINFO_PRCHK_GUARD == protection::control::PRCHK_GUARD as u32);
+const _: () = assert!(bindings::IB_SIG_CHECK_GUARD == protection::check::GUARD as u32);
+const _: () = assert!(bindings::IB_SIG_CHECK_APPTAG == protection::check::APPTAG as u32);
+const _: () = assert!(bindings::IB_SIG_CHECK_REFTAG == protection::check::REFTAG as u32);
+const _: () = assert!(bindings::NVME_SC_GUARD_CHECK == protection::status::GUARD_CHECK as u32);
+const _: () = assert!(bindings::NVME_SC_APPTAG_CHECK == protection::status::APPTAG_CHECK as u32);
+const _: () = assert!(bindings::NVME_SC_REFTAG_CHECK == protection::status::REFTAG_CHECK as u32);
+const _: () = assert!(bindings::NVME_SC_INVALID_PI == protection::status::INVALID_PI as u32);
+const _: () = assert!(bindings::NVME_NS_DPS_PI_TYPE3 == protection::PI_TYPE3 as u32);
+const _: () = assert!(bindings::ib_sig_err_type_IB_SIG_BAD_GUARD == 0);
+const _: () = assert!(bindings::ib_sig_err_type_IB_SIG_BAD_REFTAG == 1);
+const _: () = assert!(bindings::ib_sig_err_type_IB_SIG_BAD_APPTAG == 2);
 
 /// debugfs `ports`: one line per enabled port.
 fn show_ports(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result {

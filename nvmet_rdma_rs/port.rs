@@ -2,9 +2,11 @@
 
 //! Ports: what `add_port` makes of a configfs port, and its RDMA CM listener.
 
-use crate::nvmet::PortConfig;
+use crate::nvmet::{self, PortConfig};
 use crate::queue::Queue;
-use crate::rdma::{bindings, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, SocketAddr};
+use crate::rdma::{
+    bindings, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, SocketAddr,
+};
 use crate::target::Target;
 use crate::wire::{CmReject, ConnectData};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -102,13 +104,6 @@ impl Port {
             size => size.clamp(16, bindings::NVME_RDMA_MAX_QUEUE_SIZE as i32),
         };
         config.set_max_queue_size(max_queue_size);
-        if config.pi_enable() {
-            pr_info!(
-                "port {}: T10-PI is not offered by this transport yet; disabling it\n",
-                id
-            );
-            config.disable_pi();
-        }
         let raw = config.raw() as usize;
         let port_target = target.clone();
         let port = Arc::pin_init(
@@ -189,6 +184,27 @@ impl Port {
     /// The port's address.
     pub(crate) fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// Whether queues on `device` carry T10-PI: the port's `param_pi_enable`, unless the
+    /// device cannot offload PI. Then, as the C transport does, the port's PI is switched
+    /// off with one log line, and the port serves plain I/O.
+    pub(crate) fn pi_on(&self, device: &Device) -> bool {
+        // SAFETY: the port is enabled while it has queues (`remove_port` ends them first).
+        if !unsafe { nvmet::port_pi_enabled(self.raw()) } {
+            return false;
+        }
+        if device.supports_integrity() {
+            return true;
+        }
+        pr_warn!(
+            "port {}: T10-PI is not supported by device {}; disabling it\n",
+            self.id,
+            device.name().to_str().unwrap_or("?")
+        );
+        // SAFETY: as above.
+        unsafe { nvmet::disable_port_pi(self.raw()) };
+        false
     }
 
     /// The target the port belongs to.

@@ -216,6 +216,9 @@ impl Queue {
         let data = &this.data;
         let port_inline_size = this.port.inline_size();
         let (send_sge, read_sge) = device.max_send_sges();
+        // Asked for every queue, so that the admin queue's answer holds for the
+        // controller the host's Connect creates on it.
+        let pi = this.port.pi_on(device);
         let caps = QpCaps {
             send_wr: data.send_queue_size,
             recv_wr: data.recv_queue_size,
@@ -230,6 +233,8 @@ impl Queue {
             // As the C transport: queues on a device share the pool's CQs, so one polling
             // pass serves completions of several queues.
             shared_cq: true,
+            // As the C transport: only I/O queues carry data with PI.
+            integrity: pi && data.qid != 0,
         };
         let shared = if crate::srq::use_srq.get() {
             let target = this.port.target();
@@ -243,7 +248,7 @@ impl Queue {
         };
         // (The admin queue never takes in-capsule data, even from an SRQ's slots.)
         let inline_size = if data.qid == 0 { 0 } else { port_inline_size };
-        let io = Io::new(this, id, inline_size, granted, shared)?;
+        let io = Io::new(this, id, inline_size, granted, caps.integrity, shared)?;
         let slots = io.response_slots() as usize;
         let mut free = KVec::with_capacity(slots, GFP_KERNEL)?;
         for slot in (0..io.response_slots()).rev() {

@@ -269,6 +269,9 @@ pub(crate) struct QpCaps {
     /// Share a CQ of the device's pool with other QPs ([`Cq::from_pool`]) instead of
     /// allocating one.
     pub(crate) shared_cq: bool,
+    /// The QP offloads T10-PI (`IB_QP_CREATE_INTEGRITY_EN`): its `rdma_rw` contexts may
+    /// use signature MRs. Only on a device that [supports it](Device::supports_integrity).
+    pub(crate) integrity: bool,
 }
 
 impl QpCaps {
@@ -283,6 +286,7 @@ impl QpCaps {
             rdma_ctxs: 0,
             vector: 0,
             shared_cq: false,
+            integrity: false,
         }
     }
 }
@@ -493,6 +497,12 @@ impl<T: CmHandler> CmId<T> {
         attr.port_num = self.port_num();
         attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
         attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
+        if caps.integrity {
+            // (bindgen types the enum as `int` or `unsigned int` depending on the module's
+            // other headers: `try_from` fits either.)
+            attr.create_flags |=
+                u32::try_from(bindings::ib_qp_create_flags_IB_QP_CREATE_INTEGRITY_EN).unwrap_or(0);
+        }
         attr.event_handler = Some(qp_event);
         attr.qp_context = self.raw().cast();
         // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr` is

@@ -87,6 +87,14 @@ impl Device {
         unsafe { (*self.as_raw()).attrs.max_fast_reg_page_list_len }
     }
 
+    /// Whether the device can offload T10-PI through signature MRs
+    /// (`IBK_INTEGRITY_HANDOVER`: QPs may be created with `IB_QP_CREATE_INTEGRITY_EN`).
+    pub(crate) fn supports_integrity(&self) -> bool {
+        // SAFETY: as for `rdma_read_depths`.
+        let flags = unsafe { (*self.as_raw()).attrs.kernel_cap_flags };
+        flags & u64::from(bindings::ib_kernel_cap_flags_IBK_INTEGRITY_HANDOVER) != 0
+    }
+
     /// Whether the device offers RDMA READ with invalidate (`rdma_cap_read_inv`: iWARP).
     pub(crate) fn can_read_with_invalidate(&self) -> bool {
         // SAFETY: as for `transport`.

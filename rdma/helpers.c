@@ -114,3 +114,8 @@ bool rdma_rs_ib_device_try_get(struct ib_device *device)
 {
 	return ib_device_try_get(device);
 }
+
+const struct blk_integrity *rdma_rs_bdev_get_integrity(struct block_device *bdev)
+{
+	return bdev_get_integrity(bdev);
+}

@@ -29,6 +29,7 @@ pub(crate) mod mr;
 pub(crate) mod param;
 pub(crate) mod pd;
 pub(crate) mod qp;
+pub(crate) mod signature;
 pub(crate) mod srq;
 pub(crate) mod workqueue;
 

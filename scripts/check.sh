@@ -34,7 +34,8 @@ result host/scan-kernel-log $?
 make -s -C "$REPO_ROOT" fmt-check
 result host/rustfmt $?
 
-# The transport's network parsing (nvmet_rdma_rs/wire.rs), unit-tested on the host.
+# The transport's network parsing (nvmet_rdma_rs/wire.rs) and T10-PI signature set-up
+# (nvmet_rdma_rs/protection.rs), unit-tested on the host.
 CARGO_TARGET_DIR=$CACHE_DIR/cargo-target cargo test --quiet --offline \
 	--manifest-path "$REPO_ROOT/tests/host/wire/Cargo.toml"
 result host/nvmet-wire-unit-tests $?

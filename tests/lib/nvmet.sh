@@ -192,13 +192,35 @@ nvmet_io_test() {
 	nvmet_link 1 "$NQN"
 	assert_dmesg "$prefix: enabling port 1 \($ip:4420\)"
 
+	step "T10-PI asked for on a device without integrity offload: turned off, plain I/O"
+	# As the C transport: the first queue on the device switches the port's PI off, so
+	# the controller the host's Connect creates has none. (First, while the device has no
+	# queue: the C transport checks only when it sets a device up.)
+	local dev ctrl
+	echo 1 >"$NVMET/subsystems/$NQN/attr_pi_enable"
+	nvmet_port 2 ipv4 "$ip" 4421
+	echo 1 >"$NVMET/ports/2/param_pi_enable"
+	nvmet_link 2 "$NQN"
+	dev=$(host_connect "$ip" 4421 --nr-io-queues=1)
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		assert_dmesg "$prefix: port 2: T10-PI is not supported by device ${provider}0; disabling it"
+	else
+		assert_dmesg "$prefix: T10-PI is not supported by device ${provider}0. Disabling it"
+	fi
+	[ "$(cat "$NVMET/ports/2/param_pi_enable")" = 0 ] || fail "param_pi_enable of port 2 still reads 1"
+	dmesg | grep "nvmet: Created nvm controller" | tail -1 >/tmp/pi-ctrl.log
+	[ -s /tmp/pi-ctrl.log ] || fail "no controller was created"
+	if grep -q "T10-PI is enabled" /tmp/pi-ctrl.log; then fail "the controller has T10-PI: $(cat /tmp/pi-ctrl.log)"; fi
+	fio_verify "$dev" pi-off --rw=randwrite --bs=4k --iodepth=8 --size=256K --offset=64M
+	host_disconnect
+	echo 0 >"$NVMET/subsystems/$NQN/attr_pi_enable"
+
 	step "nvme discover lists the subsystem"
 	nvme discover -t rdma -a "$ip" -s 4420 >/tmp/discover.out || fail "nvme discover failed"
 	grep -q "subnqn: *$NQN" /tmp/discover.out || { cat /tmp/discover.out; fail "discovery log lacks $NQN"; }
 	grep -q "traddr: *$ip" /tmp/discover.out || fail "discovery log lacks traddr $ip"
 
 	step "nvme connect (default queues), nvme list"
-	local dev ctrl
 	dev=$(host_connect "$ip" 4420)
 	ctrl=$(host_ctrl "$NQN")
 	if [ "$transport" = nvmet_rdma_rs ] && [[ ${NVMET_MODULE_ARGS:-} == *use_srq=1* ]]; then

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host unit tests of the parsing the transport applies to what arrives from the network.
-//! `wire.rs` is the module's own file, compiled here unchanged, and without the standard
-//! library (as in the kernel): only the tests use `std`.
+//! Host unit tests of the parsing the transport applies to what arrives from the network
+//! (`wire.rs`) and of its T10-PI signature set-up (`protection.rs`). Both are the
+//! module's own files, compiled here unchanged, and without the standard library (as in
+//! the kernel): only the tests use `std`.
 
 #![no_std]
 
 #[path = "../../../../nvmet_rdma_rs/wire.rs"]
 #[allow(dead_code)]
 mod wire;
+
+#[path = "../../../../nvmet_rdma_rs/protection.rs"]
+#[allow(dead_code)]
+mod protection;
+
+#[cfg(test)]
+mod protection_tests;
 
 #[cfg(test)]
 mod tests {
