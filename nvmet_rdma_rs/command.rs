@@ -409,6 +409,17 @@ impl Io {
                     (*req).transfer_len = 0;
                     return Err(internal);
                 };
+                if signature
+                    .data_len(len as usize, (*req).metadata_len)
+                    .is_none()
+                {
+                    // (the nvmet core would allocate a zero-length data buffer)
+                    (*req).transfer_len = 0;
+                    return Err(wire::CommandError {
+                        status: status::INVALID_FIELD | status::DNR,
+                        error_loc: 24,
+                    });
+                }
                 if signature.hca_generates_pi {
                     (*req).transfer_len += (*req).metadata_len;
                 }

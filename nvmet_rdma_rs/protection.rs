@@ -89,6 +89,19 @@ pub(crate) struct Signature {
     pub(crate) hca_generates_pi: bool,
 }
 
+impl Signature {
+    /// The bytes of data (PI excluded) a keyed transfer of `sgl_len` bytes moves for a
+    /// command with `metadata_len` bytes of PI; `None` if it holds no data at all (the
+    /// host's length must cover the PI it sends, and more).
+    pub(crate) fn data_len(&self, sgl_len: usize, metadata_len: usize) -> Option<usize> {
+        if self.hca_generates_pi {
+            Some(sgl_len).filter(|&len| len > 0)
+        } else {
+            sgl_len.checked_sub(metadata_len).filter(|&len| len > 0)
+        }
+    }
+}
+
 fn le16(command: &[u8; COMMAND_SIZE], at: usize) -> u16 {
     u16::from_le_bytes([command[at], command[at + 1]])
 }

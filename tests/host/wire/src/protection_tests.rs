@@ -120,3 +120,17 @@ fn signature_errors_become_end_to_end_check_statuses() {
         (0x282, 0x283, 0x284)
     );
 }
+
+#[test]
+fn a_keyed_length_must_hold_data_beyond_the_pi_the_host_sends() {
+    let pass = signature(&rw_command(0x01, ALL_CHECKS, 0, 0, 0), 1, 9).unwrap();
+    // 8 blocks of 512 B with 8 B of PI each.
+    assert_eq!(pass.data_len(8 * 520, 64), Some(4096));
+    for short in [0, 1, 63, 64] {
+        assert_eq!(pass.data_len(short, 64), None, "length {short}");
+    }
+    // With PRACT the host sends data only: the HCA adds the PI.
+    let pract = signature(&rw_command(0x01, control::PRACT, 0, 0, 0), 1, 9).unwrap();
+    assert_eq!(pract.data_len(4096, 64), Some(4096));
+    assert_eq!(pract.data_len(0, 64), None);
+}
