@@ -193,12 +193,20 @@ impl Io {
             waiters: AtomicU32::new(0),
         };
         for rsp in &io.rsps {
-            io.prepare_rsp(rsp, lkey)?;
+            io.prepare_rsp(rsp, lkey, device.p2p_dma_client())?;
         }
         Ok(io)
     }
 
-    fn prepare_rsp(&self, rsp: &RspSlot, lkey: u32) -> Result {
+    /// Points a response slot's SEND at its response buffer; `p2p_client` (the device, if
+    /// it can reach PCI peer-to-peer memory) lets the nvmet core place keyed data in a
+    /// namespace's P2P memory (`use_p2pmem`), as the C transport allows.
+    fn prepare_rsp(
+        &self,
+        rsp: &RspSlot,
+        lkey: u32,
+        p2p_client: Option<*mut bindings::device>,
+    ) -> Result {
         let offset = rsp.index as usize * RESPONSE_SIZE;
         let cqe = self.responses.cpu_ptr(offset)?;
         // SAFETY: as in `prepare_cmd`, for the never-moving `rsps`.
@@ -217,6 +225,7 @@ impl Io {
             wr.num_sge = 1;
             wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
             (*rsp.req()).cqe = cqe.cast();
+            (*rsp.req()).p2p_client = p2p_client.unwrap_or(core::ptr::null_mut());
         }
         Ok(())
     }

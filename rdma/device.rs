@@ -95,6 +95,18 @@ impl Device {
         flags & u64::from(bindings::ib_kernel_cap_flags_IBK_INTEGRITY_HANDOVER) != 0
     }
 
+    /// The device's `struct device`, for it to be named as a DMA client (it lives as long
+    /// as the device), if it can reach PCI peer-to-peer memory
+    /// (`ib_dma_pci_p2p_dma_supported`); `None` for software devices such as rxe and siw.
+    pub(crate) fn p2p_dma_client(&self) -> Option<*mut bindings::device> {
+        // SAFETY: the device is registered (type invariant); the helper reads its DMA
+        // device's capabilities, and `dev` is a field of the live device.
+        unsafe {
+            bindings::rdma_rs_ib_dma_pci_p2p_dma_supported(self.as_raw())
+                .then(|| &raw mut (*self.as_raw()).__bindgen_anon_1.dev)
+        }
+    }
+
     /// Whether the device offers RDMA READ with invalidate (`rdma_cap_read_inv`: iWARP).
     pub(crate) fn can_read_with_invalidate(&self) -> bool {
         // SAFETY: as for `transport`.

@@ -115,6 +115,11 @@ bool rdma_rs_ib_device_try_get(struct ib_device *device)
 	return ib_device_try_get(device);
 }
 
+bool rdma_rs_ib_dma_pci_p2p_dma_supported(struct ib_device *dev)
+{
+	return ib_dma_pci_p2p_dma_supported(dev);
+}
+
 const struct blk_integrity *rdma_rs_bdev_get_integrity(struct block_device *bdev)
 {
 	return bdev_get_integrity(bdev);

@@ -37,6 +37,7 @@ struct workqueue_struct *rdma_rs_alloc_workqueue(const char *name);
 void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len);
 bool rdma_rs_ib_device_try_get(struct ib_device *device);
 void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len);
+bool rdma_rs_ib_dma_pci_p2p_dma_supported(struct ib_device *dev);
 const struct blk_integrity *rdma_rs_bdev_get_integrity(struct block_device *bdev);
 
 #endif /* RDMA_RS_HELPERS_H */
