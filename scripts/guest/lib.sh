@@ -8,6 +8,7 @@ RRS_IP4_A=10.77.0.1
 RRS_IP4_B=10.77.0.2
 RRS_IP6_A=fd77::1
 RRS_IP6_B=fd77::2
+RRS_IP4_BOND=10.79.0.1
 
 step() { echo "--- $*"; echo "rrs: step: $*" >/dev/kmsg; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -43,6 +44,37 @@ veth_setup() {
 	ip -6 addr add "$RRS_IP6_B/64" dev veth1 nodad
 	ip link set veth0 up
 	ip link set veth1 up
+}
+
+# bond_setup: bond0, an active-backup bond of two veths (bond0a, bond0b; their peers are
+# up, unused) holding $RRS_IP4_BOND. With fail_over_mac=active the bond takes its active
+# slave's MAC: a failover (bond_failover) changes its address, which RDMA CM reports to
+# the ids bound to it as ADDR_CHANGE.
+bond_setup() {
+	modprobe bonding max_bonds=0
+	ip link add bond0 type bond mode active-backup fail_over_mac active
+	local s
+	for s in bond0a bond0b; do
+		ip link add "$s" type veth peer name "$s-peer"
+		ip link set "$s-peer" up
+		ip link set "$s" master bond0
+	done
+	ip link set bond0 up
+	ip addr add "$RRS_IP4_BOND/24" dev bond0
+	wait_until 10 sh -c "grep -q 'Currently Active Slave: bond0a' /proc/net/bonding/bond0"
+}
+
+# bond_failover SLAVE: makes SLAVE bond0's active slave (and its MAC bond0's).
+bond_failover() {
+	ip link set bond0 type bond active_slave "$1"
+	wait_until 10 sh -c "grep -q 'Currently Active Slave: $1' /proc/net/bonding/bond0"
+}
+
+# bond_delete: removes bond0 and its veths.
+bond_delete() {
+	ip link del bond0
+	ip link del bond0a
+	ip link del bond0b
 }
 
 # rdma_link_add NAME TYPE NETDEV: adds an rxe or siw device and waits for it.

@@ -425,7 +425,8 @@ host_lost() {
 # nvmet_teardown_test TRANSPORT_MODULE: teardown under verified load, one after the other on
 # one target: (a) the host disconnects, (b) the port is unlinked from the subsystem, (c)
 # the port is removed, (e) the namespace is disabled, (d) the rxe device goes away
-# (`rdma link delete`) and comes back. Each time the target's queues end, the host sees
+# (`rdma link delete`) and comes back, (f) a second port's address moves to another MAC
+# (bond failover: ADDR_CHANGE). Each time the target's queues end, the host sees
 # errors or reconnects, and what was acknowledged before is read back intact. Then the
 # transport unloads and nothing leaked.
 nvmet_teardown_test() {
@@ -517,6 +518,37 @@ nvmet_teardown_test() {
 	step "what was acknowledged before the removal is intact"
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 	host_disconnect
+
+	step "(f) the address of a port with a live host moves to another MAC (ADDR_CHANGE)"
+	# An rxe device on an active-backup bond; the failover changes the bond's MAC, and
+	# RDMA CM tells the port's listener and the host's queues (ADDR_CHANGE). Both
+	# transports end the queues and re-create the listener from a work item; the host
+	# reconnects by itself.
+	bond_setup
+	rdma_link_add rxe1 rxe bond0
+	nvmet_port 2 ipv4 "$RRS_IP4_BOND" 4420
+	nvmet_link 2 "$NQN"
+	dev=$(host_connect "$RRS_IP4_BOND" 4420 "${reconnect[@]}")
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
+	local reconnects
+	reconnects=$(dmesg | grep -c "Successfully reconnected" || true)
+	bond_failover bond0b
+	assert_dmesg "RDMA CM addr change for ndev bond0"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		wait_until 20 bash -c "dmesg | grep -q 'nvmet_rdma_rs: port 2: listening again on $RRS_IP4_BOND:4420'"
+		assert_dmesg "nvmet_rdma_rs: port 2: listener lost \(AddrChange\); re-creating it"
+	fi
+	wait_until 60 bash -c "nvme discover -t rdma -a $RRS_IP4_BOND -s 4420 >/dev/null 2>&1"
+	wait_until 60 bash -c "[ \$(dmesg | grep -c 'Successfully reconnected') -gt $reconnects ]"
+	wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
+	dev=$(ns_dev "$(host_ctrl "$NQN")" 1)
+	wait_until 10 test -b "$dev"
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
+	host_disconnect
+	nvmet_unlink 2 "$NQN"
+	rmdir "$NVMET/ports/2"
+	rdma_link_delete rxe1
+	bond_delete
 
 	step "tear down and unload"
 	nvmet_clear
