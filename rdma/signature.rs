@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! T10-PI offload through signature MRs: `rdma_rw` contexts that register the data and
-//! its protection information with a signature MR (`rdma_rw_ctx_signature_init`), and
-//! what the HCA's checks found (`ib_check_mr_status`).
+//! T10-PI offload through signature MRs: what the HCA's checks found
+//! (`ib_check_mr_status`) on the signature MR of an `rdma_rw` context that
+//! `rdma_rw_ctx_signature_init` registered with the data and its protection information.
 //!
 //! C header: [`include/rdma/signature.h`].
 //!

@@ -19,6 +19,13 @@ version=$(basename "$src")
 hash=$( (cat "${fragments[@]}"; echo "$version") | sha256sum | cut -c1-12)
 out=$CACHE_DIR/build/$version-$name-$hash
 
+# One build of a kernel at a time: a second caller (`make` while `make check` builds the
+# kernel) waits for the first and then reuses its result, instead of building into the
+# same directory at once (which corrupts it) or removing it as superseded.
+mkdir -p "$CACHE_DIR/build"
+exec 9>"$CACHE_DIR/build/.lock-$version-$name"
+flock 9
+
 if [ -f "$out/.built" ]; then
 	log "reusing kernel build $out"
 	echo "$out"
