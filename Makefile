@@ -10,6 +10,7 @@
 #   make check        the test suite (host checks, then VM tests); prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
+#   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side
 #   make setup        host packages and toolchain only;  make kernel: the pinned kernel only
 #   make fuzz         fuzzes nvmet_rdma_rs/wire.rs for 10 minutes (FUZZ_SECONDS=...)
 #   make hostile-random   the hostile host's seeded random cases in the VM
@@ -27,7 +28,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 # Build with the same compilers the kernel was built with.
 KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)
 
-.PHONY: all modules setup kernel demo check bench fuzz hostile-random fmt fmt-check clean
+.PHONY: all modules setup kernel demo check bench bench-profile fuzz hostile-random fmt fmt-check clean
 
 all: modules
 
@@ -53,6 +54,9 @@ check:
 
 bench:
 	$(SCRIPTS)/bench.sh
+
+bench-profile:
+	$(SCRIPTS)/bench.sh --profile
 
 FUZZ_SECONDS ?= 600
 fuzz: setup

@@ -36,7 +36,7 @@ use core::{
 };
 use kernel::{container_of, page::PAGE_SIZE, prelude::*, sync::Arc, types::Opaque};
 /// Bytes of an NVMe completion queue entry.
-const RESPONSE_SIZE: usize = 16;
+pub(crate) const RESPONSE_SIZE: usize = 16;
 
 /// The `rdma_rw` MR factor for 1 MiB transfers on `device` (what the C transport sizes
 /// its QPs with).
@@ -119,6 +119,10 @@ pub(crate) struct Io {
     inline_size: u32,
     /// The QP offloads T10-PI (signature MRs).
     integrity: bool,
+    /// Responses go out as inline sends: the device copies the 16 bytes when the SEND is
+    /// posted, instead of reading them through the local DMA lkey when it transmits. Only
+    /// where the QP takes inline data, on SEND_WITH_INV too (not on siw).
+    inline_responses: bool,
     rsps: KVec<RspSlot>,
     /// Send queue entries not reserved.
     sq_wr_avail: AtomicI32,
@@ -188,6 +192,8 @@ impl Io {
             responses,
             inline_size,
             integrity,
+            inline_responses: id.max_inline_data() >= RESPONSE_SIZE as u32
+                && device.inline_send_with_invalidate(),
             rsps,
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
             waiters: AtomicU32::new(0),
@@ -209,21 +215,30 @@ impl Io {
     ) -> Result {
         let offset = rsp.index as usize * RESPONSE_SIZE;
         let cqe = self.responses.cpu_ptr(offset)?;
+        let (sge, flags) = if self.inline_responses {
+            (
+                self.responses.inline_sge(offset, RESPONSE_SIZE as u32)?,
+                bindings::ib_send_flags_IB_SEND_INLINE,
+            )
+        } else {
+            let sge = bindings::ib_sge {
+                addr: self.responses.dma_addr(offset),
+                length: RESPONSE_SIZE as u32,
+                lkey,
+            };
+            (sge, 0)
+        };
         // SAFETY: as in `prepare_cmd`, for the never-moving `rsps`.
         unsafe {
             (*rsp.send_cqe.get()).done = Some(send_done);
             (*rsp.read_cqe.get()).done = Some(read_done);
             (*rsp.write_cqe.get()).done = Some(write_done);
-            *rsp.send_sge.get() = bindings::ib_sge {
-                addr: self.responses.dma_addr(offset),
-                length: RESPONSE_SIZE as u32,
-                lkey,
-            };
+            *rsp.send_sge.get() = sge;
             let wr = &mut *rsp.send_wr.get();
             wr.__bindgen_anon_1.wr_cqe = rsp.send_cqe.get();
             wr.sg_list = rsp.send_sge.get();
             wr.num_sge = 1;
-            wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
+            wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED | flags;
             (*rsp.req()).cqe = cqe.cast();
             (*rsp.req()).p2p_client = p2p_client.unwrap_or(core::ptr::null_mut());
         }
@@ -239,6 +254,11 @@ impl Io {
     /// or on its SRQ.
     pub(crate) fn post_recv(&self, cmd: u32) -> Result {
         self.recv.post(self.qp, cmd)
+    }
+
+    /// Whether responses go out as inline sends.
+    pub(crate) fn inline_responses(&self) -> bool {
+        self.inline_responses
     }
 
     /// Whether the queue takes its commands from an SRQ.
@@ -825,7 +845,9 @@ unsafe extern "C" fn write_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib
     let posted = unsafe {
         if pi_status != 0 {
             (*(*rsp.req()).cqe).status = (pi_status << 1).to_le();
-            io.responses.sync_range_for_device(offset, RESPONSE_SIZE);
+            if !io.inline_responses {
+                io.responses.sync_range_for_device(offset, RESPONSE_SIZE);
+            }
         }
         bindings::rdma_rs_ib_post_send(io.qp, rsp.send_wr.get(), core::ptr::null_mut())
     };
@@ -936,8 +958,10 @@ pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
         if io.post_recv(state.cmd).is_err() {
             queue.close(c"receive post failure");
         }
-        io.responses
-            .sync_range_for_device(rsp.index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
+        if !io.inline_responses {
+            io.responses
+                .sync_range_for_device(rsp.index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
+        }
         if bindings::rdma_rs_ib_post_send(io.qp, first, core::ptr::null_mut()) != 0 {
             pr_err!("cannot post a response; ending the queue\n");
             // The send queue space goes back (atomically: any context); the slot's data is

@@ -235,6 +235,8 @@ impl Queue {
             shared_cq: true,
             // As the C transport: only I/O queues carry data with PI.
             integrity: pi && data.qid != 0,
+            // Responses are small enough to go inline where the device allows it.
+            inline_data: crate::command::RESPONSE_SIZE as u32,
         };
         let shared = if crate::srq::use_srq.get() {
             let target = this.port.target();
@@ -280,8 +282,8 @@ impl Queue {
         let s = &self.stats;
         writeln!(
             f,
-            "queue {} port {} qid {} host {} {} depth {}/{} srq {} commands {} read_bytes {} \
-             write_bytes {} in_capsule {} sq_full_waits {} errors {}",
+            "queue {} port {} qid {} host {} {} depth {}/{} srq {} inline_rsp {} commands {} \
+             read_bytes {} write_bytes {} in_capsule {} sq_full_waits {} errors {}",
             self.number,
             self.port.id(),
             self.data.qid,
@@ -290,6 +292,7 @@ impl Queue {
             self.data.recv_queue_size,
             self.data.send_queue_size,
             u8::from(self.io.as_ref().is_some_and(|io| io.uses_srq())),
+            u8::from(self.io.as_ref().is_some_and(|io| io.inline_responses())),
             s.commands.load(Relaxed),
             s.read_bytes.load(Relaxed),
             s.write_bytes.load(Relaxed),

@@ -272,6 +272,10 @@ pub(crate) struct QpCaps {
     /// The QP offloads T10-PI (`IB_QP_CREATE_INTEGRITY_EN`): its `rdma_rw` contexts may
     /// use signature MRs. Only on a device that [supports it](Device::supports_integrity).
     pub(crate) integrity: bool,
+    /// Bytes a send should be able to carry inline (`IB_SEND_INLINE`, copied at post
+    /// time); a device that offers fewer gets a QP without inline sends (see
+    /// [`CmId::max_inline_data`]).
+    pub(crate) inline_data: u32,
 }
 
 impl QpCaps {
@@ -287,6 +291,7 @@ impl QpCaps {
             vector: 0,
             shared_cq: false,
             integrity: false,
+            inline_data: 0,
         }
     }
 }
@@ -300,6 +305,8 @@ struct Verbs {
     /// The QP was drained: once is enough, and on an SRQ a second `ib_drain_qp` would
     /// wait a minute for an `IB_EVENT_QP_LAST_WQE_REACHED` that came already.
     drained: AtomicBool,
+    /// Bytes a send may carry inline, as the device granted.
+    inline_data: u32,
 }
 
 impl Verbs {
@@ -505,16 +512,30 @@ impl<T: CmHandler> CmId<T> {
         }
         attr.event_handler = Some(qp_event);
         attr.qp_context = self.raw().cast();
-        // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr` is
-        // valid for the call. The QP's context is the id, which outlives the QP (`Drop`
-        // destroys the QP first).
-        // (An SRQ belongs to the PD given here: `create_qp_on_srq` passes the SRQ's.)
-        to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.get().as_raw(), &mut attr) })?;
+        attr.cap.max_inline_data = caps.inline_data;
+        let requested = attr;
+        let create = |attr: &mut bindings::ib_qp_init_attr| {
+            // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr`
+            // is valid for the call. The QP's context is the id, which outlives the QP
+            // (`Drop` destroys the QP first).
+            // (An SRQ belongs to the PD given here: `create_qp_on_srq` passes the SRQ's.)
+            to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.get().as_raw(), attr) })
+        };
+        if let Err(error) = create(&mut attr) {
+            if caps.inline_data == 0 {
+                return Err(error);
+            }
+            // Inline sends are an optimisation: a device without them gets a QP anyway.
+            attr = requested;
+            attr.cap.max_inline_data = 0;
+            create(&mut attr)?;
+        }
         self.verbs = Some(Verbs {
             cq,
             pd,
             srq,
             drained: AtomicBool::new(false),
+            inline_data: attr.cap.max_inline_data,
         });
         Ok(attr.cap.max_send_wr)
     }
@@ -582,6 +603,12 @@ impl<T: CmHandler> CmId<T> {
             len,
             lkey: pd.local_dma_lkey(),
         })
+    }
+
+    /// Bytes a send on the QP may carry inline (`IB_SEND_INLINE`); 0 before the QP exists
+    /// or if the device offers no inline sends.
+    pub(crate) fn max_inline_data(&self) -> u32 {
+        self.verbs.as_ref().map_or(0, |verbs| verbs.inline_data)
     }
 
     /// The PD under the QP, once created.

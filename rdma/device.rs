@@ -87,6 +87,15 @@ impl Device {
         unsafe { (*self.as_raw()).attrs.max_fast_reg_page_list_len }
     }
 
+    /// Whether the device takes inline data (`IB_SEND_INLINE`) on a SEND_WITH_INV as on a
+    /// SEND. siw does not: it accepts the post, then fails to start it (inline data only
+    /// on SEND and RDMA WRITE, `siw_activate_tx`).
+    pub(crate) fn inline_send_with_invalidate(&self) -> bool {
+        // SAFETY: the ops are set before registration and never change.
+        let driver = unsafe { (*self.as_raw()).ops.driver_id };
+        driver != bindings::rdma_driver_id_RDMA_DRIVER_SIW
+    }
+
     /// Whether the device can offload T10-PI through signature MRs
     /// (`IBK_INTEGRITY_HANDOVER`: QPs may be created with `IB_QP_CREATE_INTEGRITY_EN`).
     pub(crate) fn supports_integrity(&self) -> bool {

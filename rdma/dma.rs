@@ -208,6 +208,21 @@ impl DmaBuf {
         Ok(unsafe { self.0.cpu.add(offset) })
     }
 
+    /// A scatter/gather entry for `len` bytes at `offset`, for a send posted with
+    /// `IB_SEND_INLINE`: the driver copies the bytes from their CPU address when the send
+    /// is posted (no DMA, no lkey). `EINVAL` past the end.
+    pub(crate) fn inline_sge(&self, offset: usize, len: u32) -> Result<bindings::ib_sge> {
+        let end = offset.checked_add(len as usize).ok_or(EINVAL)?;
+        if end > self.0.len {
+            return Err(EINVAL);
+        }
+        Ok(bindings::ib_sge {
+            addr: self.cpu_ptr(offset)?.addr() as u64,
+            length: len,
+            lkey: 0,
+        })
+    }
+
     /// Takes `len` bytes at `offset` back from the device before the CPU reads them.
     pub(crate) fn sync_range_for_cpu(&self, offset: usize, len: usize) {
         self.sync_range(offset, len, false);

@@ -6,9 +6,12 @@
 # (chart) and the raw results to OUT_DIR, prints the tables, and ends with the line
 # `min ratio Rust/C: X.XX`. Measures; asserts no speed.
 #
-# usage: bench.sh [--smoke] [--rounds N] [--seconds S] [-o OUT_DIR]
+# usage: bench.sh [--smoke | --profile] [--rounds N] [--seconds S] [-o OUT_DIR]
 #   --smoke    one short point per tool on the test kernel and the modules as `make`
 #              built them (what make check runs so that this script cannot rot)
+#   --profile  no tables: perf profiles (cpu-clock, whole guest) of 4 KiB random read and
+#              write at depth 32 with each transport on the benchmark kernel, printed side
+#              by side (make bench-profile)
 #   --rounds   rounds of every point (default 3; smoke 1)
 #   --seconds  fio run time per point and round (default 10; smoke 2)
 #   -o       default: $CACHE_DIR/bench/<date>-<profile>; $CACHE_DIR/bench/latest links to it
@@ -19,10 +22,11 @@ profile=full out= rounds= seconds=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) profile=smoke ;;
+	--profile) profile=profile ;;
 	--rounds) rounds=$2; shift ;;
 	--seconds) seconds=$2; shift ;;
 	-o) out=$2; shift ;;
-	*) die "usage: bench.sh [--smoke] [--rounds N] [--seconds S] [-o OUT_DIR]" ;;
+	*) die "usage: bench.sh [--smoke | --profile] [--rounds N] [--seconds S] [-o OUT_DIR]" ;;
 	esac
 	shift
 done
@@ -35,7 +39,7 @@ out=${out:-$CACHE_DIR/bench/$(date +%Y%m%d-%H%M%S)-$profile}
 
 "$REPO_ROOT/scripts/setup-host.sh" >&2
 vm_args=()
-if [ $profile = full ]; then
+if [ $profile != smoke ]; then
 	kbuild=$("$REPO_ROOT/scripts/build-kernel.sh" "$REPO_ROOT/kernel/debug.config" "$REPO_ROOT/kernel/bench.config")
 	# Built from a copy of the sources beside the kernel, not in the repository, whose
 	# .ko files are the test kernel's (kbuild's MO= refuses a tree with an in-tree build).
@@ -57,6 +61,21 @@ else
 fi
 
 mkdir -p "$out"
+if [ $profile = profile ]; then
+	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir" -t 900 -o "$out/vm" \
+		"$REPO_ROOT/tests/bench/profile-guest.sh" "$seconds" >&2
+	# The top of each self-time profile, C beside Rust.
+	for rw in randread randwrite; do
+		for t in nvmet-rdma nvmet_rdma_rs; do
+			echo "## $t $rw: self time, top symbols" >"$out/top-$t-$rw.txt"
+			grep -v '^#' "$out/vm/raw/self-$t-$rw.txt" | grep -v '^$' | head -25 |
+				awk '{ printf "%-8s %s\n", $1, $NF }' >>"$out/top-$t-$rw.txt"
+		done
+		paste "$out/top-nvmet-rdma-$rw.txt" "$out/top-nvmet_rdma_rs-$rw.txt" | expand -t 48
+	done
+	echo "profiles: $out/vm/raw"
+	exit 0
+fi
 "$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" "${vm_args[@]}" -o "$out/vm" \
 	"$REPO_ROOT/tests/bench/bench-guest.sh" "${guest_args[@]}" >&2
 mkdir -p "$CACHE_DIR/bench"

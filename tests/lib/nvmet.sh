@@ -228,6 +228,14 @@ nvmet_io_test() {
 		grep -q "srq 0" /sys/kernel/debug/nvmet_rdma_rs/queues && { cat /sys/kernel/debug/nvmet_rdma_rs/queues; fail "a queue without the SRQ"; }
 		grep -q "srq 1" /sys/kernel/debug/nvmet_rdma_rs/queues || fail "no queue on the SRQ"
 	fi
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		# rxe takes responses inline, on SEND_WITH_INV too: every queue sends them so;
+		# siw takes no inline SEND_WITH_INV: none does.
+		local inline_rsp=1
+		[ "$provider" = siw ] && inline_rsp=0
+		grep -q "inline_rsp $((1 - inline_rsp))" /sys/kernel/debug/nvmet_rdma_rs/queues && { cat /sys/kernel/debug/nvmet_rdma_rs/queues; fail "a queue with inline_rsp $((1 - inline_rsp)) on $provider"; }
+		grep -q "inline_rsp $inline_rsp" /sys/kernel/debug/nvmet_rdma_rs/queues || fail "no queue with inline_rsp $inline_rsp on $provider"
+	fi
 	nvme list | tee /tmp/list.out
 	grep -q "$dev" /tmp/list.out || fail "nvme list does not show $dev"
 	[ "$(cat "/sys/class/nvme/$ctrl/transport")" = rdma ] || fail "controller transport is not rdma"
