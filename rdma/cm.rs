@@ -522,10 +522,11 @@ impl<T: CmHandler> CmId<T> {
             to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.get().as_raw(), attr) })
         };
         if let Err(error) = create(&mut attr) {
-            if caps.inline_data == 0 {
+            if caps.inline_data == 0 || error != EINVAL {
                 return Err(error);
             }
-            // Inline sends are an optimisation: a device without them gets a QP anyway.
+            // Inline sends are an optimisation: a device that refuses the size (`EINVAL`)
+            // gets a QP without them.
             attr = requested;
             attr.cap.max_inline_data = 0;
             create(&mut attr)?;

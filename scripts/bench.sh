@@ -11,7 +11,8 @@
 #              built them (what make check runs so that this script cannot rot)
 #   --profile  no tables: perf profiles (cpu-clock, whole guest) of 4 KiB random read and
 #              write at depth 32 with each transport on the benchmark kernel, printed side
-#              by side (make bench-profile)
+#              by side (make bench-profile); --seconds is the profiled run's length, 10 by
+#              default; --rounds does not apply
 #   --rounds   rounds of every point (default 3; smoke 1)
 #   --seconds  fio run time per point and round (default 10; smoke 2)
 #   -o       default: $CACHE_DIR/bench/<date>-<profile>; $CACHE_DIR/bench/latest links to it
@@ -62,14 +63,16 @@ fi
 
 mkdir -p "$out"
 if [ $profile = profile ]; then
-	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir" -t 900 -o "$out/vm" \
+	# (per transport and direction: a warm-up, the run, perf's reports)
+	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir" -t $((600 + seconds * 8)) -o "$out/vm" \
 		"$REPO_ROOT/tests/bench/profile-guest.sh" "$seconds" >&2
 	# The top of each self-time profile, C beside Rust.
 	for rw in randread randwrite; do
 		for t in nvmet-rdma nvmet_rdma_rs; do
-			echo "## $t $rw: self time, top symbols" >"$out/top-$t-$rw.txt"
-			grep -v '^#' "$out/vm/raw/self-$t-$rw.txt" | grep -v '^$' | head -25 |
-				awk '{ printf "%-8s %s\n", $1, $NF }' >>"$out/top-$t-$rw.txt"
+			{
+				echo "## $t $rw: self time, top symbols"
+				awk '!/^#/ && NF && n++ < 25 { printf "%-8s %s\n", $1, $NF }' "$out/vm/raw/self-$t-$rw.txt"
+			} >"$out/top-$t-$rw.txt"
 		done
 		paste "$out/top-nvmet-rdma-$rw.txt" "$out/top-nvmet_rdma_rs-$rw.txt" | expand -t 48
 	done

@@ -5,11 +5,11 @@
 # with the software cpu-clock (a TCG guest has no PMU); perf's reports per symbol (self
 # and with children) and per object go to /run/results/raw. Measures; judges nothing.
 #
-# usage (guest): profile-guest.sh [SECONDS]
+# usage (guest): profile-guest.sh [SECONDS]   (default 10)
 . "$RRS_REPO/scripts/guest/lib.sh"
 . "$RRS_REPO/tests/lib/nvmet.sh"
 
-seconds=${1:-12}
+seconds=${1:-10}
 raw=/run/results/raw
 mkdir -p "$raw"
 # Kernel and module symbols for perf.
@@ -40,9 +40,11 @@ for transport in nvmet-rdma nvmet_rdma_rs; do
 			--output="$raw/fio-$transport-$rw.json" 2>"$raw/perf-record-$transport-$rw.err" ||
 			{ cat "$raw/perf-record-$transport-$rw.err"; fail "perf record of $transport $rw failed"; }
 		report=(perf report -i "$data" --stdio -g none)
-		"${report[@]}" --no-children --sort sym --percent-limit 0.2 >"$raw/self-$transport-$rw.txt" 2>/dev/null
-		"${report[@]}" --children --sort sym --percent-limit 1 >"$raw/children-$transport-$rw.txt" 2>/dev/null
-		"${report[@]}" --no-children --sort dso >"$raw/objects-$transport-$rw.txt" 2>/dev/null
+		err=/tmp/perf-report.err
+		"${report[@]}" --no-children --sort sym --percent-limit 0.2 >"$raw/self-$transport-$rw.txt" 2>$err &&
+			"${report[@]}" --children --sort sym --percent-limit 1 >"$raw/children-$transport-$rw.txt" 2>$err &&
+			"${report[@]}" --no-children --sort dso >"$raw/objects-$transport-$rw.txt" 2>$err ||
+			{ cat $err; fail "perf report of $transport $rw failed"; }
 		rm -f "$data"
 		echo "  $transport $rw profiled"
 	done
