@@ -261,6 +261,15 @@ impl Io {
         self.inline_responses
     }
 
+    /// Hands the slot's response to the device before its SEND is posted; an inline SEND
+    /// needs nothing (the driver copies the response when it is posted).
+    fn response_to_device(&self, rsp: &RspSlot) {
+        if !self.inline_responses {
+            self.responses
+                .sync_range_for_device(rsp.index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
+        }
+    }
+
     /// Whether the queue takes its commands from an SRQ.
     pub(crate) fn uses_srq(&self) -> bool {
         self.recv.is_shared()
@@ -839,15 +848,12 @@ unsafe extern "C" fn write_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib
         failed(queue, "RDMA WRITE", wc);
         return;
     }
-    let offset = rsp.index as usize * RESPONSE_SIZE;
     // SAFETY: the response is ours until its SEND is posted; the SEND work request was
     // prepared by `queue_response`; the QP is live while requests are outstanding.
     let posted = unsafe {
         if pi_status != 0 {
             (*(*rsp.req()).cqe).status = (pi_status << 1).to_le();
-            if !io.inline_responses {
-                io.responses.sync_range_for_device(offset, RESPONSE_SIZE);
-            }
+            io.response_to_device(rsp);
         }
         bindings::rdma_rs_ib_post_send(io.qp, rsp.send_wr.get(), core::ptr::null_mut())
     };
@@ -958,10 +964,7 @@ pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
         if io.post_recv(state.cmd).is_err() {
             queue.close(c"receive post failure");
         }
-        if !io.inline_responses {
-            io.responses
-                .sync_range_for_device(rsp.index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
-        }
+        io.response_to_device(rsp);
         if bindings::rdma_rs_ib_post_send(io.qp, first, core::ptr::null_mut()) != 0 {
             pr_err!("cannot post a response; ending the queue\n");
             // The send queue space goes back (atomically: any context); the slot's data is
