@@ -4,10 +4,15 @@
 #
 #   make              build the modules against KDIR (default: the pinned kernel,
 #                     configured and built by scripts/build-kernel.sh on first use)
-#   make KDIR=/path   build against any Rust-enabled 7.2 kernel build tree
+#   make KDIR=/path   build against any Rust-enabled 7.2 kernel build tree, with the
+#                     compiler its .config names (scripts/kbuild.sh)
+#   make modules_install   after make: installs the modules into INSTALL_MOD_PATH/lib/
+#                     modules/<KDIR's release>/updates and runs depmod
 #   make CLIPPY=1     build with clippy as the Rust compiler driver
 #   make demo         set up, build, boot the VM and show the modules at work
 #   make check        the test suite (host checks, then VM tests); prints "N passed, N failed"
+#   make check-kasan  builds the KASAN kernel (clang-19), the modules against it with
+#                     make KDIR=, and runs the heaviest VM tests on it
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
 #   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side
@@ -25,20 +30,19 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src \
 		 $(REPO)/tests/host/wire/fuzz/fuzz_targets -name '*.rs' ! -name '*_generated.rs')
 
-# Build with the same compilers the kernel was built with.
-KBUILD_VARS = LLVM= CC=gcc HOSTCC=gcc BINDGEN=bindgen $(if $(CLIPPY),CLIPPY=1)
+# What scripts/kbuild.sh takes from make's variables (it picks the compilers itself).
+KBUILD_ENV = KDIR="$(KDIR)" CLIPPY="$(CLIPPY)" INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
+	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)"
 
-.PHONY: all modules setup kernel demo check bench bench-profile fuzz hostile-random fmt fmt-check clean
+.PHONY: all modules modules_install setup kernel demo check check-kasan bench bench-profile fuzz hostile-random fmt fmt-check clean
 
 all: modules
 
 modules:
-	@source $(SCRIPTS)/lib.sh; \
-	kdir="$(KDIR)"; \
-	if [ -z "$$kdir" ]; then $(SCRIPTS)/setup-host.sh && kdir=$$($(SCRIPTS)/build-kernel.sh) || exit 1; fi; \
-	grep -qx 'CONFIG_RUST=y' "$$kdir/.config" 2>/dev/null || \
-		{ echo "error: $$kdir is not a configured kernel build with CONFIG_RUST=y" >&2; exit 1; }; \
-	$(MAKE) -C "$$kdir" M=$(REPO) $(KBUILD_VARS) LIBCLANG_PATH="$$LIBCLANG_PATH" modules
+	@$(KBUILD_ENV) $(SCRIPTS)/kbuild.sh modules
+
+modules_install:
+	@$(KBUILD_ENV) $(SCRIPTS)/kbuild.sh modules_install
 
 setup:
 	$(SCRIPTS)/setup-host.sh
@@ -51,6 +55,9 @@ demo:
 
 check:
 	$(SCRIPTS)/check.sh
+
+check-kasan:
+	$(SCRIPTS)/check-kasan.sh
 
 bench:
 	$(SCRIPTS)/bench.sh

@@ -330,7 +330,13 @@ impl Io {
                 len,
                 key,
                 invalidate,
-            } => self.map_keyed(rsp, &command, addr, len, key, invalidate),
+            } => self
+                .map_keyed(rsp, &command, addr, len, key, invalidate)
+                .inspect(|()| {
+                    if len > 0 {
+                        queue.stats.keyed.fetch_add(1, Relaxed);
+                    }
+                }),
         });
         if let Err(error) = mapped {
             // SAFETY: the request is initialised and ours until it completes.

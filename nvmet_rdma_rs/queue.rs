@@ -39,6 +39,8 @@ pub(crate) struct QueueStats {
     pub(crate) write_bytes: AtomicU64,
     /// Commands whose data came in the capsule.
     pub(crate) in_capsule: AtomicU64,
+    /// Commands whose data moved by RDMA READ or WRITE (a keyed SGL).
+    pub(crate) keyed: AtomicU64,
     /// Times a command waited for send queue space.
     pub(crate) sq_full_waits: AtomicU64,
     /// Failed work completions and malformed capsules.
@@ -283,7 +285,7 @@ impl Queue {
         writeln!(
             f,
             "queue {} port {} qid {} host {} {} depth {}/{} srq {} inline_rsp {} commands {} \
-             read_bytes {} write_bytes {} in_capsule {} sq_full_waits {} errors {}",
+             read_bytes {} write_bytes {} in_capsule {} keyed {} sq_full_waits {} errors {}",
             self.number,
             self.port.id(),
             self.data.qid,
@@ -297,6 +299,7 @@ impl Queue {
             s.read_bytes.load(Relaxed),
             s.write_bytes.load(Relaxed),
             s.in_capsule.load(Relaxed),
+            s.keyed.load(Relaxed),
             s.sq_full_waits.load(Relaxed),
             s.errors.load(Relaxed),
         )
@@ -388,6 +391,14 @@ impl WorkItem<2> for Queue {
             io.reclaim();
         }
         drop(id);
+        pr_info!(
+            "queue {} (port {}, qid {}, host {}) released after {} commands\n",
+            this.number,
+            this.port.id(),
+            this.data.qid,
+            this.peer,
+            this.stats.commands.load(Relaxed)
+        );
         this.port.target().remove_queue(&this);
     }
 }

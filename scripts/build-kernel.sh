@@ -5,7 +5,11 @@
 # the same machine) reuses it. Prints the build directory on stdout.
 #
 # usage: build-kernel.sh [fragment...]   (default: kernel/debug.config, the test kernel;
-#        make bench uses kernel/debug.config kernel/bench.config)
+#        make bench uses kernel/debug.config kernel/bench.config, make check-kasan
+#        kernel/debug.config kernel/kasan.config)
+#
+# The compiler is gcc, unless a fragment has a line "# rrs-build: LLVM=-N": then clang-N
+# (Debian 12's clang-19 and its libclang for bindgen, installed on demand).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -32,10 +36,17 @@ if [ -f "$out/.built" ]; then
 	exit 0
 fi
 
+llvm=$(sed -n 's/^# rrs-build: LLVM=\(-[0-9]*\)$/\1/p' "${fragments[@]}" | tail -n 1)
+if [ -n "$llvm" ]; then
+	"$REPO_ROOT/scripts/setup-host.sh" --clang "${llvm#-}" >&2
+	compilers=(LLVM="$llvm" LIBCLANG_PATH="/usr/lib/llvm${llvm}/lib")
+else
+	compilers=(LLVM= CC=gcc HOSTCC=gcc LIBCLANG_PATH="$LIBCLANG_DIR")
+fi
+
 mkdir -p "$out"
 kmake() {
-	make -C "$src" O="$out" LLVM= CC=gcc HOSTCC=gcc LIBCLANG_PATH="$LIBCLANG_PATH" \
-		BINDGEN=bindgen "$@"
+	make -C "$src" O="$out" "${compilers[@]}" BINDGEN=bindgen "$@"
 }
 
 log "checking the Rust toolchain"

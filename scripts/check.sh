@@ -3,24 +3,11 @@
 # pinned kernel, builds the modules with clippy, runs the host-side checks and then
 # every VM test in tests/vm/, and ends with the line "N passed, N failed".
 #
-# RRS_TESTS="smoke ..." runs only the named VM tests (host checks always run).
+# RRS_TESTS="smoke demo ..." runs only the named VM tests (host checks always run).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-passed=0 failed=0 failures=()
-result() { # result NAME RC
-	if [ "$2" = 0 ]; then
-		passed=$((passed + 1)); printf 'PASS  %s\n' "$1"
-	else
-		failed=$((failed + 1)); failures+=("$1"); printf 'FAIL  %s\n' "$1"
-	fi
-}
-finish() {
-	((${#failures[@]} == 0)) || printf 'failed: %s\n' "${failures[*]}"
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
-	exit
-}
+. "$(dirname "$0")/suite.sh"
 
 t0=$(date +%s)
 "$REPO_ROOT/scripts/setup-host.sh" || { result setup 1; finish; }
@@ -64,11 +51,21 @@ result host/modules-build-clippy-clean $rc
 if [ $rc != 0 ]; then finish; fi
 
 # VM tests.
-tests=()
+tests=() run_demo=1
 if [ -n "${RRS_TESTS:-}" ]; then
-	for t in $RRS_TESTS; do tests+=("$REPO_ROOT/tests/vm/$t.sh"); done
+	run_demo=0
+	for t in $RRS_TESTS; do
+		if [ "$t" = demo ]; then run_demo=1; else tests+=("$REPO_ROOT/tests/vm/$t.sh"); fi
+	done
 else
 	tests=("$REPO_ROOT"/tests/vm/*.sh)
+fi
+
+# make demo cannot rot: its guest script, with the modules installed by make
+# modules_install, and its transcript checked step by step (and against the README's).
+if [ $run_demo = 1 ]; then
+	"$REPO_ROOT/scripts/demo.sh" --check -k "$kbuild" -o "$CACHE_DIR/runs/latest/demo"
+	result vm/demo $?
 fi
 for t in "${tests[@]}"; do
 	name=vm/$(basename "$t" .sh)

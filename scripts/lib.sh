@@ -16,7 +16,6 @@ LIBCLANG_PREFIX=$CACHE_DIR/libclang-$LIBCLANG_VERSION
 LIBCLANG_DIR=$LIBCLANG_PREFIX/clang/native
 
 export PATH="$HOME/.cargo/bin:$PATH"
-export LIBCLANG_PATH=$LIBCLANG_DIR
 
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }

@@ -1,8 +1,31 @@
 #!/usr/bin/env bash
 # Installs everything the build and the VM harness need on a fresh Debian 12 machine.
 # Idempotent: each step checks whether its result is already there.
+#
+# usage: setup-host.sh             everything make, make check and make demo need
+#        setup-host.sh --clang N   clang-N, lld-N, llvm-N and libclang1-N only (a kernel
+#                                  built with LLVM=-N: make check-kasan's)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+
+# install_debian PACKAGE...: installs those of the packages that are missing.
+install_debian() {
+	local p missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	log "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || log "apt-get update failed; trying with the existing lists"
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+if [ "${1:-}" = --clang ]; then
+	[[ "${2:-}" =~ ^[0-9]+$ ]] || die "usage: setup-host.sh --clang VERSION"
+	install_debian "clang-$2" "lld-$2" "llvm-$2" "libclang1-$2"
+	exit 0
+fi
 
 DEB_PACKAGES=(
 	# kernel build
@@ -16,16 +39,7 @@ DEB_PACKAGES=(
 	gnuplot-nox
 )
 
-missing=()
-for p in "${DEB_PACKAGES[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-	log "installing Debian packages: ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq || log "apt-get update failed; trying with the existing lists"
-	apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+install_debian "${DEB_PACKAGES[@]}"
 
 if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
 	log "adding rust-src"

@@ -6,10 +6,13 @@
 # (crash, hang, timeout), or when the kernel log shows a splat or an unexpected
 # taint (see scripts/scan-kernel-log.py).
 #
-# usage: vm-run.sh [-k KERNEL_BUILD] [-m MODULES_DIR] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
+# usage: vm-run.sh [-k KERNEL_BUILD] [-m MODULES_DIR | -M MODULE_TREE] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
 #   -k  kernel build directory (default: scripts/build-kernel.sh's output)
 #   -m  a directory holding the project's modules built for that kernel (default: the
 #       repository, as plain `make` builds them)
+#   -M  boot with this module tree (INSTALL_MOD_PATH of the kernel's modules_install and
+#       of the project's `make modules_install`) instead of the kernel's own plus the
+#       project's .ko files: the guest loads the modules as installed
 #   -t  wall-clock limit for the whole VM run, seconds (default 600)
 #   -o  where to keep serial.log, test.log, dmesg.txt, status and verdict (default: a new dir under $CACHE_DIR/runs)
 #   -v  also print the serial console while the VM runs
@@ -18,11 +21,12 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kbuild= moddir= timeout_s=600 run_dir= verbose=0
-while getopts "k:m:t:o:v" opt; do
+kbuild= moddir= modtree= timeout_s=600 run_dir= verbose=0
+while getopts "k:m:M:t:o:v" opt; do
 	case $opt in
 	k) kbuild=$OPTARG ;;
 	m) moddir=$OPTARG ;;
+	M) modtree=$(realpath "$OPTARG") ;;
 	t) timeout_s=$OPTARG ;;
 	o) run_dir=$OPTARG ;;
 	v) verbose=1 ;;
@@ -30,7 +34,7 @@ while getopts "k:m:t:o:v" opt; do
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || die "usage: vm-run.sh [-k KBUILD] [-m MODDIR] [-t SECS] [-o DIR] [-v] TEST_SCRIPT [ARGS...]"
+[ $# -ge 1 ] || die "usage: vm-run.sh [-k KBUILD] [-m MODDIR | -M MODTREE] [-t SECS] [-o DIR] [-v] TEST_SCRIPT [ARGS...]"
 test_script=$(realpath "$1")
 shift
 [ -f "$test_script" ] || die "no such test script: $test_script"
@@ -41,7 +45,8 @@ done
 [ -n "$kbuild" ] || kbuild=$("$REPO_ROOT/scripts/build-kernel.sh")
 bzimage=$kbuild/arch/x86/boot/bzImage
 [ -f "$bzimage" ] || die "no kernel image in $kbuild"
-[ -d "$kbuild/modroot/lib/modules" ] || die "no installed modules in $kbuild/modroot"
+modtree=${modtree:-$kbuild/modroot}
+[ -d "$modtree/lib/modules" ] || die "no installed modules in $modtree"
 
 name=$(basename "$test_script" .sh)
 if [ -z "$run_dir" ]; then
@@ -73,6 +78,7 @@ esac
 cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
 cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1"
 cmdline+=" RRS_REPO=$REPO_ROOT RRS_TEST_NAME=$name RRS_ACCEL=$accel"
+[ "$modtree" = "$kbuild/modroot" ] || cmdline+=" RRS_MODULES=installed"
 [ $# -eq 0 ] || cmdline+=" RRS_ARGS=$(IFS=,; echo "$*")"
 
 log "booting $name ($accel, $cpus cpus, ${mem} MiB, limit ${timeout_s}s), log: $run_dir/serial.log"
@@ -85,7 +91,7 @@ timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
 	-chardev stdio,id=con0,signal=off,logfile="$run_dir/serial.log" -serial chardev:con0 \
 	-virtfs local,path=/,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap \
 	-virtfs local,path="$REPO_ROOT",mount_tag=repo,security_model=none,readonly=on \
-	-virtfs local,path="$kbuild/modroot",mount_tag=kmods,security_model=none,readonly=on \
+	-virtfs local,path="$modtree",mount_tag=kmods,security_model=none,readonly=on \
 	-virtfs local,path="$run_dir",mount_tag=results,security_model=none \
 	</dev/null >"$run_dir/console.out" 2>"$run_dir/qemu.err" &
 qemu_pid=$!

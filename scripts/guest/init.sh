@@ -29,15 +29,18 @@ kver=$(uname -r)
 modroot=/run/modroot
 mkdir -p "$modroot/lib/modules" /run/rrs-bin
 cp -a "/run/kmods/lib/modules/$kver" "$modroot/lib/modules/"
-mkdir -p "$modroot/lib/modules/$kver/extra"
 # (the project's modules come from the repository, or from the results share when
-# vm-run.sh -m put them there because they were built for another kernel)
-project_modules=("$RRS_REPO"/rdma_server/*.ko "$RRS_REPO"/rdma_client/*.ko "$RRS_REPO"/nvmet_rdma_rs/*.ko)
-[ -d /run/results/modules ] && project_modules=(/run/results/modules/*.ko)
-for ko in "${project_modules[@]}"; do
-	[ -f "$ko" ] && cp "$ko" "$modroot/lib/modules/$kver/extra/"
-done
-depmod -b "$modroot" -a "$kver"
+# vm-run.sh -m put them there because they were built for another kernel; with
+# vm-run.sh -M they are in the tree already, installed by `make modules_install`)
+if [ "${RRS_MODULES:-}" != installed ]; then
+	mkdir -p "$modroot/lib/modules/$kver/extra"
+	project_modules=("$RRS_REPO"/rdma_server/*.ko "$RRS_REPO"/rdma_client/*.ko "$RRS_REPO"/nvmet_rdma_rs/*.ko)
+	[ -d /run/results/modules ] && project_modules=(/run/results/modules/*.ko)
+	for ko in "${project_modules[@]}"; do
+		[ -f "$ko" ] && cp "$ko" "$modroot/lib/modules/$kver/extra/"
+	done
+	depmod -b "$modroot" -a "$kver"
+fi
 # (modprobe calls the tree's root -d, modinfo -b)
 for tool in "modprobe -d" "modinfo -b"; do
 	printf '#!/bin/sh\nexec /usr/sbin/%s %s "$@"\n' "$tool" "$modroot" >"/run/rrs-bin/${tool% *}"
