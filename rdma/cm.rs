@@ -534,12 +534,18 @@ impl<T: CmHandler> CmId<T> {
         // RDMA CM records the QPs it creates under its own name ("rdma_cm", for every
         // kernel user); name this one after the module that owns it, as its id, PD and CQ
         // are, so that `rdma res show qp` tells whose it is.
-        // SAFETY: `rdma_create_qp` succeeded, so the id's QP is live; the name is a
-        // `'static` C string of this module, which destroys its QPs before it unloads.
-        // This is what the RDMA core's `rdma_restrack_set_name` (not in a public header)
-        // does: a pointer-sized store, which a concurrent `rdma res` reader sees whole,
-        // old name or new.
-        unsafe { (*(*self.raw()).qp).res.kern_name = crate::MODULE_NAME.as_char_ptr() };
+        // SAFETY: `rdma_create_qp` succeeded, so the id's QP is live and this id owns it;
+        // the name is a `'static` C string of this module, which destroys its QPs before
+        // it unloads (`rdma_restrack_del` waits for readers), as the id's own name
+        // already requires. The QP is published to `rdma res` readers already, so the
+        // store is a volatile one (the kernel's WRITE_ONCE): a reader sees the old
+        // pointer or the new one, both valid strings.
+        unsafe {
+            core::ptr::write_volatile(
+                &raw mut (*(*self.raw()).qp).res.kern_name,
+                crate::MODULE_NAME.as_char_ptr(),
+            )
+        };
         self.verbs = Some(Verbs {
             cq,
             pd,

@@ -27,6 +27,7 @@ if [ $check = 0 ]; then
 	"$REPO_ROOT/scripts/setup-host.sh"
 fi
 [ -n "$kbuild" ] || kbuild=$("$REPO_ROOT/scripts/build-kernel.sh")
+kbuild=$(realpath "$kbuild") run_dir=$(realpath -m "$run_dir")
 [ $check = 1 ] || make -s -C "$REPO_ROOT" KDIR="$kbuild" modules
 
 # The kernel's own modules plus ours, installed the way a user installs them.
@@ -45,10 +46,12 @@ cp "$run_dir/test.log" "$run_dir/transcript.txt" 2>/dev/null || true
 if [ $rc != 0 ]; then
 	grep -h "DEMO FAILED" "$run_dir/transcript.txt" >&2 || true
 	# A splat: name the step whose kernel log it is in.
+	# (the scanner exits 1 when it finds one)
 	first=$(python3 "$REPO_ROOT/scripts/scan-kernel-log.py" "$run_dir/serial.log" 2>&1 |
-		sed -n 's/^splat: line \([0-9]*\):.*/\1/p' | head -n 1)
+		sed -n 's/^splat: line \([0-9]*\):.*/\1/p' | head -n 1 || true)
 	if [ -n "$first" ]; then
-		step=$(head -n "$first" "$run_dir/serial.log" | grep -o 'rrs: demo step .*' | tail -n 1)
+		step=$(head -n "$first" "$run_dir/serial.log" | grep -o 'rrs: demo step .*' | tail -n 1 || true)
+		step=${step:-rrs: demo set-up}
 		log "the kernel log shows a splat in ${step#rrs: demo }:"
 		sed -n "${first}p" "$run_dir/serial.log" >&2
 	fi

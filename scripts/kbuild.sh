@@ -42,12 +42,17 @@ config_value() { sed -n "s/^CONFIG_$1=\"\{0,1\}\([^\"]*\)\"\{0,1\}$/\1/p" "$conf
 version_text() { LC_ALL=C "$1" --version 2>/dev/null | head -n 1 | tr -d '#'; }
 
 built_by=$(config_value CC_VERSION_TEXT)
+clang_kernel=0 major=
+if grep -qx 'CONFIG_CC_IS_CLANG=y' "$config"; then
+	clang_kernel=1 major=$(($(config_value CLANG_VERSION) / 10000))
+else
+	major=$(($(config_value GCC_VERSION) / 10000))
+fi
 vars=()
 if [ -n "${LLVM+set}" ] || [ -n "${CC+set}" ]; then
 	[ -n "${LLVM+set}" ] && vars+=("LLVM=$LLVM")
 	[ -n "${CC+set}" ] && vars+=("CC=$CC" "HOSTCC=${HOSTCC:-$CC}")
-elif grep -qx 'CONFIG_CC_IS_CLANG=y' "$config"; then
-	major=$(($(config_value CLANG_VERSION) / 10000))
+elif [ $clang_kernel = 1 ]; then
 	llvm=
 	for candidate in "-$major" 1; do
 		compiler=clang$([ "$candidate" = 1 ] || echo "$candidate")
@@ -58,7 +63,6 @@ elif grep -qx 'CONFIG_CC_IS_CLANG=y' "$config"; then
 	[ -n "$llvm" ] || die "$kdir was built by '$built_by'; neither clang-$major nor clang is on PATH (set LLVM=)"
 	vars+=("LLVM=$llvm")
 else
-	major=$(($(config_value GCC_VERSION) / 10000))
 	cc=
 	for compiler in "gcc-$major" gcc; do
 		command -v "$compiler" >/dev/null || continue
@@ -75,7 +79,7 @@ libclang=
 if [ -n "$user_libclang" ]; then
 	has_libclang "$user_libclang" || die "LIBCLANG_PATH=$user_libclang holds no libclang*.so*"
 	libclang=$user_libclang
-elif grep -qx 'CONFIG_CC_IS_CLANG=y' "$config" && has_libclang "/usr/lib/llvm-$major/lib"; then
+elif [ $clang_kernel = 1 ] && has_libclang "/usr/lib/llvm-$major/lib"; then
 	libclang=/usr/lib/llvm-$major/lib
 elif has_libclang "$LIBCLANG_DIR"; then
 	libclang=$LIBCLANG_DIR
