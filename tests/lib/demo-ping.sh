@@ -45,8 +45,13 @@ demo_ping_test() {
 		for key in lat_min_us lat_median_us lat_p99_us lat_max_us mb_s ops_s; do
 			echo "$out" | grep -Eq "^$key [0-9]+(\.[0-9]+)?$" || fail "bench $options: no $key in: $out"
 		done
-		# A real run takes time and moves bytes: a zero would mean nothing was timed.
-		echo "$out" | grep -Eq "^lat_median_us 0\.000$|^ops_s 0$|^mb_s 0\.00$" && fail "bench $options measured nothing: $out"
+		# A real run takes time: a zero would mean nothing was timed. The bandwidth is the
+		# operations' bytes over the same time (64 B at a slow kernel's 127 ops/s is 0.00
+		# MB/s at two decimals, so it is checked against ops_s x size, ops_s being whole).
+		echo "$out" | grep -Eq "^lat_median_us 0\.000$|^ops_s 0$" && fail "bench $options measured nothing: $out"
+		echo "$out" | awk '$1 == "mode" { size = $4 } $1 == "ops_s" { ops = $2 } $1 == "mb_s" { mb = $2 }
+			END { exit !(mb >= (ops - 1) * size / 1e6 - 0.01 && mb <= (ops + 1) * size / 1e6 + 0.01) }' ||
+			fail "bench $options: mb_s does not match ops_s x size: $out"
 		echo "$options: $(echo "$out" | grep -E 'lat_median_us|mb_s' | tr '\n' ' ')"
 	done
 	expect_write_error "$bench" "size=64" "Invalid argument"
