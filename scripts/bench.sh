@@ -42,13 +42,9 @@ out=${out:-$CACHE_DIR/bench/$(date +%Y%m%d-%H%M%S)-$profile}
 vm_args=()
 if [ $profile != smoke ]; then
 	kbuild=$("$REPO_ROOT/scripts/build-kernel.sh" "$REPO_ROOT/kernel/debug.config" "$REPO_ROOT/kernel/bench.config")
-	# Built from a copy of the sources beside the kernel, not in the repository, whose
-	# .ko files are the test kernel's (kbuild's MO= refuses a tree with an in-tree build).
+	# Built from a copy of the sources beside the kernel, not in the repository.
 	moddir=$CACHE_DIR/modules/$(basename "$kbuild")
-	mkdir -p "$moddir"
-	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod' \
-		--exclude='*.mod.c' --exclude='*_generated.rs' --exclude=modules.order --exclude='*.d' \
-		--exclude=Module.symvers --exclude='*.rmeta' --exclude=.git --exclude=tests --exclude=Documentation "$REPO_ROOT/" "$moddir/"
+	copy_sources "$moddir"
 	log "building the modules for $(basename "$kbuild") in $moddir"
 	make -s -C "$moddir" KDIR="$kbuild" modules >&2
 	vm_args=(-m "$moddir" -t $((600 + rounds * (seconds * 10 + 120) * 2)))

@@ -17,6 +17,17 @@ LIBCLANG_DIR=$LIBCLANG_PREFIX/clang/native
 
 export PATH="$HOME/.cargo/bin:$PATH"
 
+# copy_sources DEST: the project's sources without build outputs, tests or docs, into
+# DEST, for a module build that must leave the repository's .ko files alone (they are the
+# test kernel's; kbuild's MO= refuses a tree with an in-tree build).
+copy_sources() {
+	mkdir -p "$1"
+	rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod' \
+		--exclude='*.mod.c' --exclude='*_generated.rs' --exclude=modules.order --exclude='*.d' \
+		--exclude=Module.symvers --exclude='*.rmeta' --exclude=.git --exclude=tests \
+		--exclude=Documentation "$REPO_ROOT/" "$1/"
+}
+
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 

@@ -16,11 +16,7 @@ set -euo pipefail
 kdir=$(realpath "${1:?usage: build-against.sh KDIR OUT_DIR}")
 out=${2:?usage: build-against.sh KDIR OUT_DIR}
 src=$out/src install=$out/install
-mkdir -p "$src"
-rsync -a --delete --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' --exclude='*.mod' \
-	--exclude='*.mod.c' --exclude='*_generated.rs' --exclude=modules.order --exclude='*.d' \
-	--exclude=Module.symvers --exclude='*.rmeta' --exclude=.git --exclude=tests \
-	--exclude=Documentation "$REPO_ROOT/" "$src/"
+copy_sources "$src"
 
 failed=0
 check() { # check WHAT COMMAND...
