@@ -27,6 +27,7 @@ class ScanKernelLog(unittest.TestCase):
             "warn.log": "WARNING",
             "lockdep.log": "WARNING",
             "kfence.log": "BUG",
+            "kasan.log": "BUG",
             "kmemleak.log": "kmemleak",
             "atomic-sleep.log": "BUG",
             "rust-panic.log": "Rust panic",
