@@ -13,7 +13,12 @@
 //! be dropped (nor `accept`ed, nor `connect`ed) from inside its own handler: handlers
 //! hand such work to a work item, as the C users of RDMA CM do.
 
-use super::{addr::SocketAddr, bindings, qp::Local, qp::Qp, Cq, Device, DmaBuf, Pd, Srq};
+use super::{
+    addr::SocketAddr,
+    bindings,
+    qp::{Local, Qp, QpRecords},
+    Cq, Device, DmaBuf, Pd, Srq,
+};
 use core::{
     cell::Cell,
     marker::PhantomData,
@@ -307,6 +312,9 @@ struct Verbs {
     drained: AtomicBool,
     /// Bytes a send may carry inline, as the device granted.
     inline_data: u32,
+    /// The QP's posting gate and records of failed requests, kept until the CQ is gone
+    /// (declared after it); boxed so that it does not move while records point to it.
+    records: Pin<KBox<QpRecords>>,
 }
 
 impl Verbs {
@@ -318,6 +326,8 @@ impl Verbs {
     /// a completion callback of the QP's CQ.
     unsafe fn drain(&self, id: *mut bindings::rdma_cm_id) {
         if !self.drained.swap(true, Ordering::AcqRel) {
+            // Nothing may be posted behind the drain's marker: it would never complete.
+            self.records.close();
             // SAFETY: see the function's safety section.
             unsafe { bindings::ib_drain_qp((*id).qp) };
         }
@@ -480,6 +490,7 @@ impl<T: CmHandler> CmId<T> {
             return Err(EEXIST);
         }
         let device = self.device().ok_or(ENODEV)?;
+        let records = KBox::pin_init(QpRecords::new(), GFP_KERNEL)?;
         // An `rdma_rw` context may need a registration, a transfer and an invalidation.
         let rw_entries = 3 * caps.rdma_ctxs;
         // One extra entry each for the drain marker `ib_drain_qp` posts.
@@ -552,6 +563,7 @@ impl<T: CmHandler> CmId<T> {
             srq,
             drained: AtomicBool::new(false),
             inline_data: attr.cap.max_inline_data,
+            records,
         });
         Ok(attr.cap.max_send_wr)
     }
@@ -596,12 +608,12 @@ impl<T: CmHandler> CmId<T> {
 
     /// The QP, once created.
     pub(crate) fn qp(&self) -> Option<Qp<'_>> {
-        self.verbs.as_ref()?;
+        let verbs = self.verbs.as_ref()?;
         // SAFETY: the id is live and `verbs` says it has a QP.
         let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
         // SAFETY: the QP lives as long as `self` is borrowed, and `Drop` drains it before
-        // destroying it.
-        Some(unsafe { Qp::from_raw(qp) })
+        // destroying it; its `records` go only after its CQ (field order of `Verbs`).
+        Some(unsafe { Qp::from_raw(qp, &verbs.records) })
     }
 
     /// `len` bytes of `buf` at `offset`, with the PD's local DMA lkey: the usual local side
@@ -734,6 +746,13 @@ impl<T: CmHandler> Drop for CmId<T> {
             unsafe {
                 verbs.drain(self.raw());
                 bindings::rdma_destroy_qp(self.raw());
+            }
+            let duplicates = verbs.records.duplicates();
+            if duplicates != 0 {
+                pr_warn!(
+                    "the device completed {} flushed work request(s) twice; the second completions were ignored\n",
+                    duplicates
+                );
             }
             drop(verbs);
         }

@@ -10,7 +10,8 @@ use kernel::prelude::*;
 /// Where completion callbacks run.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PollContext {
-    /// In softirq context: callbacks must not sleep.
+    /// In softirq context: callbacks must not sleep. Not for QPs that post through
+    /// [`super::Qp`], whose record list takes a lock that is not softirq-safe.
     Softirq,
     /// On the RDMA core's completion workqueue, in process context.
     Workqueue,

@@ -4,13 +4,37 @@
 //!
 //! Every work request is signalled and carries a small heap record with its `ib_cqe`,
 //! the caller's completion closure and clones of the buffers and MRs it touches. The
-//! record is freed when the completion runs (successful or flushed), so memory a work
-//! request uses cannot be freed or unmapped while the device may still access it, and
-//! no completion is ever silently lost (the seed demo's unsignalled REG_MR was).
+//! record is freed when the completion runs, so memory a work request uses cannot be
+//! freed or unmapped while the device may still access it, and no completion is ever
+//! silently lost (the seed demo's unsignalled REG_MR was).
+//!
+//! The QP keeps every record it has in flight on a list ([`QpRecords`]) until it is gone,
+//! because providers do not always complete each request exactly once while a QP is torn
+//! down, and a record's closure holds what its request needs (buffers, the connection):
+//!
+//! - siw (7.2) completes an RDMA READ twice when the QP is flushed between posting the
+//!   READ and sending its request (the READ sits both in the ORQ and, still queued, in the
+//!   transmit slot, and `siw_sq_flush` completes both). A failed request's record
+//!   therefore stays on the list, emptied, and a second completion finds it marked
+//!   completed and is ignored and counted, instead of freeing it a second time.
+//! - siw also loses completions when a connection closes under in-flight requests (seen
+//!   in a stress of dropped connections; the SQ is not always flushed on its way through
+//!   CLOSING). The records those requests left are freed with the list, once the QP and
+//!   its CQ are gone, which releases their buffers (and the device references the
+//!   buffers hold) and counts them.
+//! - Posting closes before the QP is drained: a request posted after the drain's marker
+//!   would be flushed after it, into a CQ nobody polls any more.
 
 use super::{bindings, DmaBuf, Mr};
-use core::{marker::PhantomData, ptr::NonNull};
-use kernel::prelude::*;
+use core::ptr::NonNull;
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{
+        atomic::{Acquire, Atomic, Full, Relaxed, Release},
+        SpinLock,
+    },
+};
 
 /// A local memory range for a work request's scatter/gather entry.
 pub(crate) struct Local<'a> {
@@ -106,10 +130,32 @@ impl WorkCompletion {
     }
 }
 
+/// The start of every record, whatever its closure type: what a completion needs to
+/// tell a first completion from a duplicate, and what the QP's list needs to hold and
+/// later free the record.
+///
+/// # Invariants
+///
+/// `completed` is false from posting until the record's first completion. From posting
+/// until it is freed, the record is on its QP's list (`prev`, `next`, guarded by the
+/// list's lock), which owns it; a successful first completion takes it off and frees it.
+#[repr(C)]
+struct RecordHeader {
+    cqe: bindings::ib_cqe,
+    completed: Atomic<bool>,
+    prev: *mut RecordHeader,
+    next: *mut RecordHeader,
+    /// Frees the whole record (its closure type erased).
+    free: unsafe fn(*mut RecordHeader),
+    /// The list the record is on: its QP's, which outlives every completion of the QP
+    /// (see [`QpRecords`]).
+    records: *const QpRecords,
+}
+
 /// The record that travels with a posted work request.
 #[repr(C)]
 struct InFlight<F> {
-    cqe: bindings::ib_cqe,
+    header: RecordHeader,
     on_done: Option<F>,
     buf: Option<DmaBuf>,
     mr: Option<(Mr, MrEffectKind)>,
@@ -129,7 +175,8 @@ pub(super) enum MrEffectKind {
 /// # Safety
 ///
 /// Called by the RDMA core with a completion whose `wr_cqe` is the `cqe` of an
-/// `InFlight<F>` leaked by `in_flight`.
+/// `InFlight<F>` made by `in_flight` and posted, which is on its QP's [`QpRecords`]
+/// (alive while completions of the QP run).
 unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
     _cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
@@ -138,9 +185,15 @@ unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
     let wc = unsafe { &*wc };
     // SAFETY: `wr_cqe` is the member in use: every request is posted with a `wr_cqe`.
     let cqe = unsafe { wc.__bindgen_anon_1.wr_cqe };
-    // SAFETY: `cqe` is the first field of a `#[repr(C)]` `InFlight<F>` leaked from a `KBox`;
-    // each work request completes exactly once, so ownership returns exactly once.
-    let mut record = unsafe { KBox::from_raw(cqe.cast::<InFlight<F>>()) };
+    let header = cqe.cast::<RecordHeader>();
+    // SAFETY: `cqe` is the first field of a record's header (`#[repr(C)]`); the record is
+    // on its QP's list, so allocated (see the function's safety section).
+    let (records, completed) = unsafe { (&*(*header).records, &(*header).completed) };
+    if completed.load(Acquire) {
+        // A provider's second completion of the request: the first one ran.
+        records.duplicates.add(1, Relaxed);
+        return;
+    }
     let ok = wc.status == bindings::ib_wc_status_IB_WC_SUCCESS;
     let invalidated = wc.wc_flags & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32 != 0;
     let invalidated_rkey = if ok && invalidated {
@@ -155,32 +208,202 @@ unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
         byte_len: if ok { wc.byte_len } else { 0 },
         invalidated_rkey,
     };
-    if let Some((mr, effect)) = &record.mr {
+    let record = cqe.cast::<InFlight<F>>();
+    // INVARIANT: its first completion is running.
+    completed.store(true, Release);
+    // SAFETY: this is the record's first completion, the one step that uses its contents
+    // (`on_done`, `buf`, `mr`: the list only links the header and frees the record after
+    // the QP's completions are over); a record of `F`.
+    let (on_done, buf, mr) = unsafe {
+        (
+            &mut (*record).on_done,
+            &mut (*record).buf,
+            &mut (*record).mr,
+        )
+    };
+    if let Some((mr, effect)) = mr {
         mr.complete(*effect, ok);
     }
-    if let Some(on_done) = record.on_done.take() {
+    if let Some(on_done) = on_done.take() {
         on_done(completion);
     }
+    *buf = None;
+    *mr = None;
+    if ok {
+        // SAFETY: on the list (invariant), ours to take off after a successful
+        // completion: no second one follows success.
+        unsafe { records.remove_and_free(header) };
+    }
+    // A failed request stays on the list, emptied: a provider may complete it again.
 }
+
+/// Frees a record of closure type `F` (the header's `free`).
+///
+/// # Safety
+///
+/// `header` starts an `InFlight<F>` leaked from a `KBox`, owned by the caller.
+unsafe fn free_record<F>(header: *mut RecordHeader) {
+    // SAFETY: see the function's safety section.
+    drop(unsafe { KBox::from_raw(header.cast::<InFlight<F>>()) });
+}
+
+/// The list head of a QP's records.
+struct RecordList {
+    head: *mut RecordHeader,
+}
+
+/// A QP's bookkeeping of its work request records: every record from posting until its
+/// successful completion (or the QP's end), the gate that closes posting before the QP is
+/// drained, and counts of what providers did wrong (see the module documentation).
+///
+/// # Invariants
+///
+/// `list` holds records leaked from `KBox`es, which it owns. Its owner drops it only
+/// after the QP's CQ is gone (no completion of the QP runs any more), and does not move
+/// it while the QP exists. Once `closed` is set and `posting` seen at 0, no request is
+/// posted any more.
+#[pin_data(PinnedDrop)]
+pub(crate) struct QpRecords {
+    #[pin]
+    list: SpinLock<RecordList>,
+    duplicates: Atomic<u32>,
+    closed: Atomic<bool>,
+    /// Posts between their check of `closed` and the provider's return.
+    posting: Atomic<u32>,
+}
+
+impl QpRecords {
+    /// An empty list, open for posting.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            list <- new_spinlock!(RecordList { head: core::ptr::null_mut() }, "QpRecords::list"),
+            duplicates: Atomic::new(0),
+            closed: Atomic::new(false),
+            posting: Atomic::new(0),
+        })
+    }
+
+    /// Second completions of a request that the provider delivered and the layer ignored.
+    pub(crate) fn duplicates(&self) -> u32 {
+        self.duplicates.load(Relaxed)
+    }
+
+    /// Closes posting and waits for the posts under way: what is posted from now on fails
+    /// with `ENOTCONN`, so the drain that follows completes every request there is.
+    /// Process context.
+    pub(crate) fn close(&self) {
+        // Fully ordered on both sides (here and in `post`): either the post sees `closed`
+        // or this sees its `posting`, and then waits for it to reach the provider.
+        self.closed.xchg(true, Full);
+        while self.posting.load(Acquire) != 0 {
+            kernel::time::delay::fsleep(kernel::time::Delta::from_micros(50));
+        }
+    }
+
+    /// Runs `post` unless posting is closed (`ENOTCONN`).
+    fn post(&self, post: impl FnOnce() -> Result) -> Result {
+        self.posting.fetch_add(1, Full);
+        let result = if self.closed.load(Relaxed) {
+            Err(super::code::enotconn())
+        } else {
+            post()
+        };
+        self.posting.fetch_sub(1, Release);
+        result
+    }
+
+    /// Puts a new record on the list, which owns it from now on.
+    ///
+    /// # Safety
+    ///
+    /// `record` was leaked from a `KBox` and is owned by the caller; it is not on a list.
+    unsafe fn insert(&self, record: *mut RecordHeader) {
+        let mut list = self.list.lock();
+        // SAFETY: the record is the caller's; the old head, if any, is on this list,
+        // whose links the lock guards.
+        unsafe {
+            (*record).prev = core::ptr::null_mut();
+            (*record).next = list.head;
+            if !list.head.is_null() {
+                (*list.head).prev = record;
+            }
+        }
+        // INVARIANT: the record joins the list, which owns it.
+        list.head = record;
+    }
+
+    /// Takes a record off the list and frees it.
+    ///
+    /// # Safety
+    ///
+    /// `record` is on this list, and nothing uses it any more.
+    unsafe fn remove_and_free(&self, record: *mut RecordHeader) {
+        let mut list = self.list.lock();
+        // SAFETY: the record and its neighbours are on this list, whose links the lock
+        // guards.
+        unsafe {
+            let (prev, next) = ((*record).prev, (*record).next);
+            if prev.is_null() {
+                list.head = next;
+            } else {
+                (*prev).next = next;
+            }
+            if !next.is_null() {
+                (*next).prev = prev;
+            }
+        }
+        drop(list);
+        // SAFETY: off the list, so the caller's now; unused (see the safety section).
+        unsafe { ((*record).free)(record) };
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for QpRecords {
+    fn drop(self: Pin<&mut Self>) {
+        let (mut lost, mut next) = (0u32, self.list.lock().head);
+        while !next.is_null() {
+            // SAFETY: a record on the list, owned by it (type invariant); the QP's
+            // completions are over, so nothing else uses it.
+            unsafe {
+                let record = next;
+                next = (*record).next;
+                if !(*record).completed.load(Relaxed) {
+                    lost += 1;
+                }
+                ((*record).free)(record);
+            }
+        }
+        if lost != 0 {
+            pr_warn!(
+                "the device never completed {} work request(s); their buffers were released with the QP\n",
+                lost
+            );
+        }
+    }
+}
+
+// SAFETY: the list only holds records whose closures and buffers are `Send`.
+unsafe impl Send for QpRecords {}
+// SAFETY: the list's links are used under its lock; the rest is atomics.
+unsafe impl Sync for QpRecords {}
 
 /// A queue pair, borrowed from the [`super::CmId`] that owns it.
 pub(crate) struct Qp<'a> {
     qp: NonNull<bindings::ib_qp>,
-    _owner: PhantomData<&'a ()>,
+    records: &'a QpRecords,
 }
 
-impl Qp<'_> {
+impl<'a> Qp<'a> {
     /// Wraps the QP of a live CM id.
     ///
     /// # Safety
     ///
     /// `qp` stays live while the `Qp` exists, and is drained (all its work requests
-    /// completed) before it is destroyed.
-    pub(crate) unsafe fn from_raw(qp: NonNull<bindings::ib_qp>) -> Self {
-        Self {
-            qp,
-            _owner: PhantomData,
-        }
+    /// completed) before it is destroyed; `records` is its own, freed only once no
+    /// completion of the QP runs any more.
+    pub(crate) unsafe fn from_raw(qp: NonNull<bindings::ib_qp>, records: &'a QpRecords) -> Self {
+        Self { qp, records }
     }
 
     /// Posts a receive into `local`; `on_done` runs with its completion.
@@ -189,8 +412,15 @@ impl Qp<'_> {
         F: FnOnce(WorkCompletion) + Send + 'static,
     {
         check_range(&local)?;
+        self.records.post(|| self.post_recv_open(local, on_done))
+    }
+
+    fn post_recv_open<F>(&self, local: Local<'_>, on_done: F) -> Result
+    where
+        F: FnOnce(WorkCompletion) + Send + 'static,
+    {
         let mut sge = sge(&local);
-        let record = in_flight(on_done, Some(local.buf.clone()), None)?;
+        let record = in_flight(self.records, on_done, Some(local.buf.clone()), None)?;
         // SAFETY: all-zeroes is a valid, empty receive work request.
         let mut wr: bindings::ib_recv_wr = unsafe { core::mem::zeroed() };
         wr.__bindgen_anon_1.wr_cqe = record.cast();
@@ -200,11 +430,19 @@ impl Qp<'_> {
         // `sge` before returning; the record keeps the buffer mapped until completion.
         let ret =
             unsafe { bindings::rdma_rs_ib_post_recv(self.qp.as_ptr(), &wr, core::ptr::null_mut()) };
-        finish_post::<F>(ret, record)
+        finish_post::<F>(self.records, ret, record)
     }
 
     /// Posts a send queue operation, signalled; `on_done` runs with its completion.
+    /// `ENOTCONN` once the QP is being drained.
     pub(crate) fn post_send<F>(&self, op: SendOp<'_>, on_done: F) -> Result
+    where
+        F: FnOnce(WorkCompletion) + Send + 'static,
+    {
+        self.records.post(|| self.post_send_open(op, on_done))
+    }
+
+    fn post_send_open<F>(&self, op: SendOp<'_>, on_done: F) -> Result
     where
         F: FnOnce(WorkCompletion) + Send + 'static,
     {
@@ -271,7 +509,7 @@ impl Qp<'_> {
         if let Some((mr, effect)) = &mr {
             mr.begin(*effect)?;
         }
-        let record = match in_flight(on_done, buf, mr.clone()) {
+        let record = match in_flight(self.records, on_done, buf, mr.clone()) {
             Ok(record) => record,
             Err(e) => {
                 if let Some((mr, effect)) = &mr {
@@ -288,7 +526,7 @@ impl Qp<'_> {
         // completion, which is signalled, runs.
         let ret =
             unsafe { bindings::rdma_rs_ib_post_send(self.qp.as_ptr(), wr, core::ptr::null_mut()) };
-        finish_post::<F>(ret, record)
+        finish_post::<F>(self.records, ret, record)
     }
 }
 
@@ -324,14 +562,24 @@ fn sge(local: &Local<'_>) -> bindings::ib_sge {
 /// Leaks a new record for a work request about to be posted. Atomic allocation: posts
 /// may come from completion callbacks in softirq context.
 fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
+    records: &QpRecords,
     on_done: F,
     buf: Option<DmaBuf>,
     mr: Option<(Mr, MrEffectKind)>,
 ) -> Result<*mut InFlight<F>> {
     let record = KBox::new(
         InFlight {
-            cqe: bindings::ib_cqe {
-                done: Some(done::<F>),
+            // INVARIANT: not completed; put on the QP's own list below, which outlives its
+            // completions (invariant of `Qp::from_raw`).
+            header: RecordHeader {
+                cqe: bindings::ib_cqe {
+                    done: Some(done::<F>),
+                },
+                completed: Atomic::new(false),
+                prev: core::ptr::null_mut(),
+                next: core::ptr::null_mut(),
+                free: free_record::<F>,
+                records,
             },
             on_done: Some(on_done),
             buf,
@@ -339,22 +587,28 @@ fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
         },
         GFP_ATOMIC,
     )?;
-    Ok(KBox::into_raw(record))
+    let record = KBox::into_raw(record);
+    // SAFETY: just leaked, ours.
+    unsafe { records.insert(record.cast()) };
+    Ok(record)
 }
 
 /// Takes the record back if the post failed: no completion will run for it.
 fn finish_post<F: FnOnce(WorkCompletion) + Send + 'static>(
+    records: &QpRecords,
     ret: c_int,
     record: *mut InFlight<F>,
 ) -> Result {
     if ret == 0 {
         return Ok(());
     }
-    // SAFETY: the post failed, so the provider did not take the request: the record is
-    // still exclusively ours, leaked from a `KBox` by `in_flight`.
-    let record = unsafe { KBox::from_raw(record) };
-    if let Some((mr, effect)) = &record.mr {
-        mr.complete(*effect, false);
+    // SAFETY: the post failed, so the provider did not take the request and no completion
+    // will use the record; `in_flight` put it on this list.
+    unsafe {
+        if let Some((mr, effect)) = &(*record).mr {
+            mr.complete(*effect, false);
+        }
+        records.remove_and_free(record.cast());
     }
     Err(Error::from_errno(ret))
 }
