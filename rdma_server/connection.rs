@@ -63,6 +63,11 @@ impl Shared {
         )
     }
 
+    /// The server's workqueue (drained by [`Shared::close_all`]).
+    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
+        self.queue.queue()
+    }
+
     /// debugfs `connections`: one line per connection.
     pub(crate) fn show_connections(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for connection in this.connections.lock().iter() {

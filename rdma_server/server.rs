@@ -20,8 +20,10 @@ pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"rdma_server";
 use connection::{Connection, Shared};
 use kernel::{
     debugfs::{Dir, File},
+    new_mutex,
     prelude::*,
-    sync::Arc,
+    sync::{Arc, ArcBorrow, Mutex},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 use rdma::{
     ClientRegistration, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DeviceLog,
@@ -50,22 +52,49 @@ rdma::param::string_param!(
 );
 
 /// The listening id's handler: turns connection requests into [`Connection`]s.
+///
+/// It also owns the id (which owns an `Arc` of it: the module breaks the cycle by taking
+/// the id), so that a DEVICE_REMOVAL can have the id destroyed: RDMA CM's removal waits
+/// until every id on the device is gone, and a listener bound to a device's address
+/// is one of them.
+#[pin_data]
 struct Listener {
     shared: Arc<Shared>,
+    #[pin]
+    id: Mutex<Option<CmId<Listener>>>,
+    #[pin]
+    release_work: Work<Listener>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Listener { self.release_work }
 }
 
 impl CmHandler for Listener {
-    fn event(_this: kernel::sync::ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
+    fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
         match event.kind() {
             CmEventKind::DeviceRemoval => {
-                pr_warn!("listener's device is going away; unload and reload to listen again\n")
+                pr_warn!("listener's device is going away; unload and reload to listen again\n");
+                // The id cannot be destroyed from its own handler: the work item does it.
+                let this: Arc<Self> = this.into();
+                let _ = this.shared.queue().enqueue(this.clone());
             }
             kind => pr_info!("listener event {:?}\n", kind),
         }
     }
 
-    fn connect_request(this: kernel::sync::ArcBorrow<'_, Self>, request: ConnectRequest<'_>) {
+    fn connect_request(this: ArcBorrow<'_, Self>, request: ConnectRequest<'_>) {
         Connection::start(&this.shared, request);
+    }
+}
+
+impl WorkItem for Listener {
+    type Pointer = Arc<Listener>;
+
+    /// The listener's device went away: destroy the id, so that the removal can finish.
+    fn run(this: Arc<Listener>) {
+        let id = this.id.lock().take();
+        drop(id);
     }
 }
 
@@ -93,7 +122,7 @@ fn write_corrupt_next(
 }
 
 struct RdmaServer {
-    listener: Option<CmId<Listener>>,
+    listener: Arc<Listener>,
     shared: Arc<Shared>,
     _connections: Pin<KBox<File<Arc<Shared>>>>,
     _last_msg: Pin<KBox<File<Arc<Shared>>>>,
@@ -113,16 +142,6 @@ impl kernel::Module for RdmaServer {
         })?;
         let devices = DEVICE_LOG.register()?;
         let shared = Shared::new()?;
-        let listener = CmId::new(Arc::new(
-            Listener {
-                shared: shared.clone(),
-            },
-            GFP_KERNEL,
-        )?)?;
-        listener
-            .bind(&address)
-            .inspect_err(|e| pr_err!("cannot bind to {}: {:?}\n", address, e))?;
-        listener.listen(16)?;
         let dir = Dir::new(c"rdma_server");
         let connections = KBox::pin_init(
             dir.read_callback_file(c"connections", shared.clone(), &Shared::show_connections),
@@ -136,9 +155,33 @@ impl kernel::Module for RdmaServer {
             dir.write_callback_file(c"corrupt_next", shared.clone(), &write_corrupt_next),
             GFP_KERNEL,
         )?;
+        let listener_shared = shared.clone();
+        let listener = Arc::pin_init(
+            pin_init!(Listener {
+                shared: listener_shared,
+                id <- new_mutex!(None),
+                release_work <- new_work!("Listener::release_work"),
+            }),
+            GFP_KERNEL,
+        )?;
+        // In its slot before it is bound: a DEVICE_REMOVAL from then on finds it.
+        *listener.id.lock() = Some(CmId::new(listener.clone())?);
+        let started = match &*listener.id.lock() {
+            Some(id) => id
+                .bind(&address)
+                .inspect_err(|e| pr_err!("cannot bind to {}: {:?}\n", address, e))
+                .and_then(|()| id.listen(16)),
+            None => Err(ENODEV),
+        };
+        if let Err(e) = started {
+            let id = listener.id.lock().take();
+            drop(id);
+            shared.close_all();
+            return Err(e);
+        }
         pr_info!("listening on {}\n", address);
         Ok(Self {
-            listener: Some(listener),
+            listener,
             shared,
             _connections: connections,
             _last_msg: last_msg,
@@ -151,8 +194,10 @@ impl kernel::Module for RdmaServer {
 
 impl Drop for RdmaServer {
     fn drop(&mut self) {
-        // Stop accepting first, then close the connections.
-        drop(self.listener.take());
+        // Stop accepting first, then close the connections (which drains the queue, so no
+        // release of the listener runs after this).
+        let id = self.listener.id.lock().take();
+        drop(id);
         self.shared.close_all();
         pr_info!("unloading\n");
     }
