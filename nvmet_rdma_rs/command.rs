@@ -32,7 +32,7 @@ use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use crate::{pi, protection};
 use core::{
     cell::UnsafeCell,
-    sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed},
+    sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering::Relaxed},
 };
 use kernel::{container_of, page::PAGE_SIZE, prelude::*, sync::Arc, types::Opaque};
 /// Bytes of an NVMe completion queue entry.
@@ -80,6 +80,10 @@ struct RspSlot {
     rw: Opaque<bindings::rdma_rw_ctx>,
     req: Opaque<bindings::nvmet_req>,
     state: UnsafeCell<RspState>,
+    /// The command's RDMA READ is posted and its completion has not run: siw completes a
+    /// READ twice when the QP is flushed before the READ's request went out (see
+    /// `rdma/qp.rs`); the second completion finds this false and is ignored.
+    read_posted: AtomicBool,
     index: u32,
     queue: *const Queue,
 }
@@ -142,6 +146,7 @@ fn zeroed_rsp(index: u32, queue: *const Queue) -> RspSlot {
         send_cqe: Opaque::zeroed(),
         read_cqe: Opaque::zeroed(),
         write_cqe: Opaque::zeroed(),
+        read_posted: AtomicBool::new(false),
         send_wr: Opaque::zeroed(),
         send_sge: Opaque::zeroed(),
         rw: Opaque::zeroed(),
@@ -566,6 +571,7 @@ impl Io {
         // from the host) was initialised by `map_keyed`; the QP is live.
         unsafe {
             if state.write && (*req).transfer_len > 0 && !state.in_capsule {
+                rsp.read_posted.store(true, Relaxed);
                 let ret = bindings::rdma_rw_ctx_post(
                     rsp.rw.get(),
                     self.qp,
@@ -574,6 +580,7 @@ impl Io {
                     core::ptr::null_mut(),
                 );
                 if ret != 0 {
+                    rsp.read_posted.store(false, Relaxed);
                     bindings::nvmet_req_complete(req, status::DATA_XFER_ERROR);
                 }
             } else if let Some(execute) = (*req).execute {
@@ -771,6 +778,13 @@ pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bi
         give_back();
         return;
     }
+    // The state may change right after its check: hold the sq until the command was
+    // handed over, or the release's `nvmet_sq_destroy` may clear `sq->ctrl` and put the
+    // controller while `nvmet_req_init` parses the command with them.
+    let Some(_entered) = queue.nvmet.enter() else {
+        give_back();
+        return;
+    };
     let Some(rsp) = queue.free.lock().pop() else {
         give_back();
         pr_err!("the host sent more commands than the queue holds; ending the queue\n");
@@ -803,6 +817,11 @@ fn transfer_completed<'a>(
 /// Called by the RDMA core for an `rdma_rw` context posted by [`Io::execute`].
 unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
     let (wc, rsp, queue) = completed_slot!(wc, RspSlot, read_cqe);
+    if !rsp.read_posted.swap(false, Relaxed) {
+        // A provider's second completion of the same READ: the first one ran already.
+        queue.stats.duplicate_completions.fetch_add(1, Relaxed);
+        return;
+    }
     let Some((io, state)) = transfer_completed(queue, rsp) else {
         return;
     };

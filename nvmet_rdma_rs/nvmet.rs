@@ -289,15 +289,22 @@ unsafe extern "C" fn host_traddr(
     traddr: *mut c_char,
     len: usize,
 ) -> isize {
-    // SAFETY: the core passes a live controller whose admin queue (`sqs[0]`) is one of
-    // ours, and a buffer of `len` bytes.
-    let (queue, out) = unsafe {
-        (
-            queue_of(*(*ctrl).sqs),
-            core::slice::from_raw_parts_mut(traddr.cast::<u8>(), len),
-        )
+    // SAFETY: the core passes a buffer of `len` bytes.
+    let out = unsafe { core::slice::from_raw_parts_mut(traddr.cast::<u8>(), len) };
+    let Some(target) = crate::target::Target::get() else {
+        return ENODEV.to_errno() as isize;
     };
-    queue.peer().write_ip(out) as isize
+    // Not `sqs[0]`: `nvmet_sq_destroy` clears it when the admin queue goes, while the
+    // controller (and its debugfs `host_traddr`) lives on with its I/O queues. A queue
+    // on the list is alive while the list is locked; all of a controller's queues come
+    // from its host.
+    let mut written = crate::rdma::code::enotconn().to_errno() as isize;
+    target.for_each_queue(|queue| {
+        if written < 0 && queue.nvmet.ctrl() == ctrl.cast_const().cast() {
+            written = queue.peer().write_ip(out) as isize;
+        }
+    });
+    written
 }
 
 /// `get_mdts`.
@@ -405,6 +412,16 @@ impl SqCq {
         unsafe { kernel::container_of!(sq.cast::<Opaque<bindings::nvmet_sq>>(), SqCq, sq) }
     }
 
+    /// Holds the sq's reference until the guard drops: `nvmet_sq_destroy` waits for it
+    /// before it clears `sq->ctrl` and puts the controller. `None` once it was killed.
+    pub(crate) fn enter(&self) -> Option<SqEntered<'_>> {
+        // SAFETY: the sq was initialised (`new`); a killed or exited reference has
+        // `__PERCPU_REF_DEAD` set, so the try then fails without using its counters.
+        let live =
+            unsafe { bindings::rdma_rs_percpu_ref_tryget_live(&raw mut (*self.sq.get()).ref_) };
+        live.then_some(SqEntered(self))
+    }
+
     /// The submission queue, for `nvmet_req_init` and lookups from it.
     pub(crate) fn sq(&self) -> *mut bindings::nvmet_sq {
         self.sq.get()
@@ -445,6 +462,17 @@ impl SqCq {
             // after the sq, its other user, is destroyed.
             unsafe { bindings::nvmet_cq_put(self.cq.get()) };
         }
+    }
+}
+
+/// A reference on a live sq, from [`SqCq::enter`].
+pub(crate) struct SqEntered<'a>(&'a SqCq);
+
+impl Drop for SqEntered<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `enter` took this reference; the sq's reference is not exited while
+        // one is held (`nvmet_sq_destroy` waits for them all first).
+        unsafe { bindings::rdma_rs_percpu_ref_put(&raw mut (*self.0.sq.get()).ref_) };
     }
 }
 

@@ -122,7 +122,6 @@ impl kernel::Module for NvmetRdmaRs {
             // Registered after the device log, so removed before it: a device's queues
             // end before `device ... removed` is logged.
             let device_watch = devices::DEVICES.register()?;
-            let registration = nvmet::Registration::new(ops)?;
             let dir = Dir::new(c"nvmet_rdma_rs");
             let ports = KBox::pin_init(
                 dir.read_callback_file(c"ports", target.clone(), &show_ports),
@@ -132,6 +131,9 @@ impl kernel::Module for NvmetRdmaRs {
                 dir.read_callback_file(c"queues", target.clone(), &show_queues),
                 GFP_KERNEL,
             )?;
+            // Last: once registered, configfs can enable ports and hosts connect, so
+            // nothing may fail after it.
+            let registration = nvmet::Registration::new(ops)?;
             Ok((device_watch, registration, dir, ports, queues))
         })();
         let (device_watch, registration, dir, ports, queues) =

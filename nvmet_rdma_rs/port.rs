@@ -9,13 +9,13 @@ use crate::rdma::{
 };
 use crate::target::Target;
 use crate::wire::{CmReject, ConnectData};
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
-    new_condvar, new_mutex,
+    new_mutex,
     prelude::*,
-    sync::{Arc, ArcBorrow, CondVar, Mutex},
+    sync::{Arc, ArcBorrow, Mutex},
     time::msecs_to_jiffies,
-    workqueue::{impl_has_work, new_work, Work, WorkItem},
+    workqueue::{impl_has_delayed_work, new_delayed_work, DelayedWork, WorkItem},
 };
 
 /// `NVMET_RDMA_DEFAULT_INLINE_DATA_SIZE`: one page.
@@ -63,14 +63,13 @@ pub(crate) struct Port {
     /// Re-creates the listener after its device went away or its address changed
     /// (RDMA CM waits for the lost id to be destroyed, which its handler cannot do).
     #[pin]
-    repair: Work<Port>,
-    /// Wakes a repair waiting to retry when the port is disabled.
-    #[pin]
-    repair_wait: CondVar,
+    repair: DelayedWork<Port>,
+    /// Failed attempts of the repair under way (the first one is logged).
+    repair_failures: AtomicU32,
 }
 
-impl_has_work! {
-    impl HasWork<Self> for Port { self.repair }
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for Port { self.repair }
 }
 
 /// The listening id's handler.
@@ -119,21 +118,18 @@ impl Port {
                     disabled: false,
                 }),
                 stats: PortStats::default(),
-                repair <- new_work!("Port::repair"),
-                repair_wait <- new_condvar!("Port::repair_wait"),
+                repair_failures: AtomicU32::new(0),
+                repair <- new_delayed_work!("Port::repair"),
             }),
             GFP_KERNEL,
         )?;
+        // Listed before it listens: nothing may fail once hosts can connect.
+        target.add_port(port.clone())?;
         let listener = port.listen().inspect_err(|e| {
             pr_err!("port {}: cannot listen on {}: {:?}\n", id, address, e);
+            target.remove_port(&port);
         })?;
         port.listener.lock().id = Some(listener);
-        if let Err(e) = target.add_port(port.clone()) {
-            // The listener holds the port: take it back, or both would stay.
-            let listener = port.listener.lock().id.take();
-            drop(listener);
-            return Err(e);
-        }
         pr_info!("enabling port {} ({})\n", id, address);
         Ok(port)
     }
@@ -154,8 +150,25 @@ impl Port {
             slot.disabled = true;
             slot.id.take()
         };
-        self.repair_wait.notify_all();
         drop(listener);
+        // A retry queued with a delay would keep the port until it runs: cancel it (or
+        // wait for a running one); disabled, the work cannot be queued again.
+        // SAFETY: `repair` is this live port's `DelayedWork`, whose `work_struct` is the
+        // `work` field of its `delayed_work`.
+        let cancelled = unsafe {
+            let work =
+                DelayedWork::raw_as_work(&self.repair).cast::<kernel::bindings::work_struct>();
+            kernel::bindings::disable_delayed_work_sync(kernel::container_of!(
+                work,
+                kernel::bindings::delayed_work,
+                work
+            ))
+        };
+        if cancelled {
+            // SAFETY: the cancelled run owned the reference `enqueue_delayed` gave the
+            // queue (`Arc::into_raw`); nothing else will take it back.
+            drop(unsafe { Arc::from_raw(Arc::as_ptr(&self)) });
+        }
         self.target.remove_port(&self);
         self.target.close_queues(|queue| queue.is_on(&self));
         pr_info!("disabling port {} ({})\n", self.id, self.address);
@@ -224,7 +237,11 @@ impl CmHandler for Listener {
                     port.id,
                     kind
                 );
-                let _ = port.target.workqueue().queue().enqueue(port.clone());
+                let _ = port
+                    .target
+                    .workqueue()
+                    .queue()
+                    .enqueue_delayed(port.clone(), 0);
             }
             kind => pr_info!("port {}: listener event {:?}\n", this.port.id, kind),
         }
@@ -264,29 +281,29 @@ impl WorkItem for Port {
         // Destroying the lost id lets the device's removal complete. Its handler does
         // not take this lock, so waiting for a running handler here cannot deadlock.
         drop(slot.id.take());
-        let mut tries = 0u32;
-        while !slot.disabled {
-            match this.listen() {
-                Ok(listener) => {
-                    slot.id = Some(listener);
-                    pr_info!("port {}: listening again on {}\n", this.id, this.address);
-                    return;
+        if slot.disabled {
+            return;
+        }
+        match this.listen() {
+            Ok(listener) => {
+                slot.id = Some(listener);
+                this.repair_failures.store(0, Relaxed);
+                pr_info!("port {}: listening again on {}\n", this.id, this.address);
+            }
+            Err(e) => {
+                if this.repair_failures.fetch_add(1, Relaxed) == 0 {
+                    pr_warn!(
+                        "port {}: cannot listen on {} ({:?}); retrying every {} s\n",
+                        this.id,
+                        this.address,
+                        e,
+                        REPAIR_RETRY_MS / 1000
+                    );
                 }
-                Err(e) => {
-                    if tries == 0 {
-                        pr_warn!(
-                            "port {}: cannot listen on {} ({:?}); retrying every {} s\n",
-                            this.id,
-                            this.address,
-                            e,
-                            REPAIR_RETRY_MS / 1000
-                        );
-                    }
-                    tries += 1;
-                    let _ = this
-                        .repair_wait
-                        .wait_interruptible_timeout(&mut slot, msecs_to_jiffies(REPAIR_RETRY_MS));
-                }
+                drop(slot);
+                // No worker sleeps meanwhile; `disable` cancels the retry.
+                let queue = this.target.workqueue().queue();
+                let _ = queue.enqueue_delayed(this.clone(), msecs_to_jiffies(REPAIR_RETRY_MS));
             }
         }
     }

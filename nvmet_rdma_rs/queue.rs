@@ -45,6 +45,8 @@ pub(crate) struct QueueStats {
     pub(crate) sq_full_waits: AtomicU64,
     /// Failed work completions and malformed capsules.
     pub(crate) errors: AtomicU64,
+    /// Second completions of one RDMA READ (siw, on a flush), ignored.
+    pub(crate) duplicate_completions: AtomicU64,
 }
 
 /// One host connection; see the module documentation.
@@ -126,15 +128,26 @@ impl Queue {
             }),
             GFP_KERNEL,
         );
-        let queue = match queue.and_then(|q| target.add_queue(q.clone()).map(|()| q)) {
+        let mut request = Some(request);
+        // The id is in `pending` before the queue is listed: a close that finds the queue
+        // finds the id, and its release takes it.
+        let listed = queue.and_then(|queue| {
+            target.add_queue(&queue, || {
+                if let Some(request) = request.take() {
+                    *queue.pending.lock() = Some(request.adopt(queue.clone()));
+                }
+            })?;
+            Ok(queue)
+        });
+        let queue = match listed {
             Ok(queue) => queue,
             Err(e) => {
-                let _ = request.reject(&NO_RESOURCES.encode());
+                if let Some(request) = request {
+                    let _ = request.reject(&NO_RESOURCES.encode());
+                }
                 return Err(e);
             }
         };
-        let id = request.adopt(queue.clone());
-        *queue.pending.lock() = Some(id);
         let _ = target.workqueue().queue().enqueue::<_, 1>(queue);
         Ok(())
     }
@@ -399,6 +412,14 @@ impl WorkItem<2> for Queue {
             this.peer,
             this.stats.commands.load(Relaxed)
         );
+        let duplicates = this.stats.duplicate_completions.load(Relaxed);
+        if duplicates != 0 {
+            pr_warn!(
+                "queue {}: the device completed {} RDMA READ(s) twice; the second completions were ignored\n",
+                this.number,
+                duplicates
+            );
+        }
         this.port.target().remove_queue(&this);
     }
 }

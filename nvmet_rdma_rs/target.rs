@@ -8,12 +8,11 @@ use crate::queue::Queue;
 use crate::rdma::{Device, OwnedQueue};
 use crate::recv::RecvSlots;
 use crate::srq::SrqSet;
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
     sync::{Arc, CondVar, Mutex},
-    time::msecs_to_jiffies,
 };
 
 kernel::sync::global_lock! {
@@ -33,6 +32,11 @@ pub(crate) struct Target {
     srq_sets: Mutex<KVec<SrqSet>>,
     #[pin]
     emptied: CondVar,
+    /// Devices whose queues `end_queues_on` is ending (addresses, 0 = free entry):
+    /// `add_queue` refuses queues on them. Changed and read with `queues` locked; with
+    /// every entry taken, `removing_any` counts the other removals and refuses all.
+    removing: [AtomicUsize; 4],
+    removing_any: AtomicUsize,
     next_queue: AtomicU32,
     workqueue: OwnedQueue,
     /// The transport's ops table, for `nvmet_req_init` (stable: boxed, registered until
@@ -55,6 +59,8 @@ impl Target {
                 queues <- new_mutex!(KVec::new()),
                 srq_sets <- new_mutex!(KVec::new()),
                 emptied <- new_condvar!(),
+                removing: Default::default(),
+                removing_any: AtomicUsize::new(0),
                 next_queue: AtomicU32::new(1),
                 workqueue,
                 ops: ops as usize,
@@ -109,8 +115,21 @@ impl Target {
         }
     }
 
-    pub(crate) fn add_queue(&self, queue: Arc<Queue>) -> Result {
-        self.queues.lock().push(queue, GFP_KERNEL)?;
+    /// Lists `queue`, unless its device is going away. `publish` runs first, under the
+    /// list's lock once room is made: what it stores (the CM id) is there for any close
+    /// that finds the queue. Nothing fails after `publish`.
+    pub(crate) fn add_queue(&self, queue: &Arc<Queue>, publish: impl FnOnce()) -> Result {
+        let mut queues = self.queues.lock();
+        let device = queue.device_key();
+        if self.removing_any.load(Relaxed) != 0
+            || self.removing.iter().any(|d| d.load(Relaxed) == device)
+        {
+            return Err(ENODEV);
+        }
+        queues.reserve(1, GFP_KERNEL)?;
+        publish();
+        // (room was made above, under this lock)
+        let _ = queues.push_within_capacity(queue.clone());
         Ok(())
     }
 
@@ -159,14 +178,10 @@ impl Target {
     }
 
     /// Disconnects every queue `which` selects (their release follows on the workqueue).
+    /// (Under the list's lock, allocating nothing: `close` only marks the queue and
+    /// queues its release.)
     pub(crate) fn close_queues(&self, which: impl Fn(&Queue) -> bool) {
-        let mut chosen = KVec::new();
-        for queue in self.queues.lock().iter() {
-            if which(queue) && chosen.push(queue.clone(), GFP_KERNEL).is_err() {
-                break;
-            }
-        }
-        for queue in &chosen {
+        for queue in self.queues.lock().iter().filter(|q| which(q)) {
             queue.close(c"port or controller going away");
         }
     }
@@ -174,31 +189,50 @@ impl Target {
     /// Disconnects every queue on `device` and waits until they are released; returns
     /// how many there were.
     pub(crate) fn end_queues_on(&self, device: &Device) -> usize {
-        let on_device = |queue: &Queue| queue.is_on_device(device);
-        let ended = self.queues.lock().iter().filter(|q| on_device(q)).count();
-        self.close_queues(on_device);
-        self.wait_released(on_device);
+        let key = device.as_raw() as usize;
+        let mut queues = self.queues.lock();
+        // From here `add_queue` refuses the device: the queues listed now are all we wait
+        // for (as `nvmet_rdma_remove_one`, which closes only the queues it finds).
+        let slot = self
+            .removing
+            .iter()
+            .find(|d| d.compare_exchange(0, key, Relaxed, Relaxed).is_ok());
+        if slot.is_none() {
+            self.removing_any.fetch_add(1, Relaxed);
+        }
+        let mut ended = 0;
+        for queue in queues.iter().filter(|q| q.is_on_device(device)) {
+            queue.close(c"device going away");
+            ended += 1;
+        }
+        // Uninterruptible: with a signal pending (`rdma link delete`, `rmmod`) an
+        // interruptible wait returns at once, in a loop. Bounded: nothing joins the
+        // device any more. `remove_queue` changes the list under this lock and notifies.
+        while queues.iter().any(|q| q.is_on_device(device)) {
+            self.emptied.wait(&mut queues);
+        }
+        match slot {
+            Some(slot) => slot.store(0, Relaxed),
+            None => {
+                self.removing_any.fetch_sub(1, Relaxed);
+            }
+        }
+        drop(queues);
         // Their releases end on the nvmet workqueue: done once it is flushed, before the
         // device goes.
         crate::nvmet::flush_nvmet_workqueue();
         ended
     }
 
-    /// Waits until no queue `which` selects is left on the list.
-    fn wait_released(&self, which: impl Fn(&Queue) -> bool) {
-        let mut queues = self.queues.lock();
-        while queues.iter().any(|q| which(q)) {
-            // Queues were told to close; wake up now and then to re-check.
-            let _ = self
-                .emptied
-                .wait_interruptible_timeout(&mut queues, msecs_to_jiffies(500));
-        }
-    }
-
     /// Disconnects every queue and waits until all are released (for unload).
     pub(crate) fn close_all(&self) {
         self.close_queues(|_| true);
-        self.wait_released(|_| true);
+        let mut queues = self.queues.lock();
+        while !queues.is_empty() {
+            // (no port is enabled: nothing is added)
+            self.emptied.wait(&mut queues);
+        }
+        drop(queues);
         self.workqueue.drain();
         // The last releases may still be finishing there.
         crate::nvmet::flush_nvmet_workqueue();

@@ -124,3 +124,14 @@ const struct blk_integrity *rdma_rs_bdev_get_integrity(struct block_device *bdev
 {
 	return bdev_get_integrity(bdev);
 }
+
+/* percpu_ref_tryget_live() and percpu_ref_put() are static inline. */
+bool rdma_rs_percpu_ref_tryget_live(struct percpu_ref *ref)
+{
+	return percpu_ref_tryget_live(ref);
+}
+
+void rdma_rs_percpu_ref_put(struct percpu_ref *ref)
+{
+	percpu_ref_put(ref);
+}

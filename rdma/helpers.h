@@ -34,6 +34,8 @@ void rdma_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr, size_t 
 void rdma_rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t size,
 					   enum dma_data_direction dir);
 struct workqueue_struct *rdma_rs_alloc_workqueue(const char *name);
+bool rdma_rs_percpu_ref_tryget_live(struct percpu_ref *ref);
+void rdma_rs_percpu_ref_put(struct percpu_ref *ref);
 void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len);
 bool rdma_rs_ib_device_try_get(struct ib_device *device);
 void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len);
