@@ -125,11 +125,22 @@ impl Port {
         )?;
         // Listed before it listens: nothing may fail once hosts can connect.
         target.add_port(port.clone())?;
-        let listener = port.listen().inspect_err(|e| {
-            pr_err!("port {}: cannot listen on {}: {:?}\n", id, address, e);
-            target.remove_port(&port);
-        })?;
-        port.listener.lock().id = Some(listener);
+        // Listens under the listener's lock, as the repair does: a repair queued by an
+        // event on the new id waits, and then finds it stored.
+        let mut slot = port.listener.lock();
+        match port.listen() {
+            Ok(listener) => slot.id = Some(listener),
+            Err(e) => {
+                // A repair queued meanwhile must not listen for a port nvmet never enabled.
+                slot.disabled = true;
+                drop(slot);
+                pr_err!("port {}: cannot listen on {}: {:?}\n", id, address, e);
+                port.cancel_repair();
+                target.remove_port(&port);
+                return Err(e);
+            }
+        }
+        drop(slot);
         pr_info!("enabling port {} ({})\n", id, address);
         Ok(port)
     }
@@ -151,8 +162,16 @@ impl Port {
             slot.id.take()
         };
         drop(listener);
-        // A retry queued with a delay would keep the port until it runs: cancel it (or
-        // wait for a running one); disabled, the work cannot be queued again.
+        self.cancel_repair();
+        self.target.remove_port(&self);
+        self.target.close_queues(|queue| queue.is_on(&self));
+        pr_info!("disabling port {} ({})\n", self.id, self.address);
+    }
+
+    /// Cancels a queued repair, or waits for a running one; after it, the repair cannot be
+    /// queued again. A retry queued with a delay would otherwise keep the port until it
+    /// ran.
+    fn cancel_repair(self: &Arc<Self>) {
         // SAFETY: `repair` is this live port's `DelayedWork`, whose `work_struct` is the
         // `work` field of its `delayed_work`.
         let cancelled = unsafe {
@@ -167,11 +186,8 @@ impl Port {
         if cancelled {
             // SAFETY: the cancelled run owned the reference `enqueue_delayed` gave the
             // queue (`Arc::into_raw`); nothing else will take it back.
-            drop(unsafe { Arc::from_raw(Arc::as_ptr(&self)) });
+            drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
         }
-        self.target.remove_port(&self);
-        self.target.close_queues(|queue| queue.is_on(&self));
-        pr_info!("disabling port {} ({})\n", self.id, self.address);
     }
 
     /// The nvmet port, for requests.

@@ -426,11 +426,12 @@ impl<'a> Qp<'a> {
         wr.__bindgen_anon_1.wr_cqe = record.cast();
         wr.sg_list = &mut sge;
         wr.num_sge = 1;
+        let mut bad: *const bindings::ib_recv_wr = core::ptr::null();
         // SAFETY: the QP is live (invariant of `from_raw`); the provider copies `wr` and
-        // `sge` before returning; the record keeps the buffer mapped until completion.
-        let ret =
-            unsafe { bindings::rdma_rs_ib_post_recv(self.qp.as_ptr(), &wr, core::ptr::null_mut()) };
-        finish_post::<F>(self.records, ret, record)
+        // `sge` before returning (and may point `bad` at `wr`); the record keeps the
+        // buffer mapped until completion.
+        let ret = unsafe { bindings::rdma_rs_ib_post_recv(self.qp.as_ptr(), &wr, &mut bad) };
+        finish_post::<F>(self.records, ret, core::ptr::eq(bad, &wr), record)
     }
 
     /// Posts a send queue operation, signalled; `on_done` runs with its completion.
@@ -521,12 +522,12 @@ impl<'a> Qp<'a> {
         let wr = if use_reg { &mut reg.wr } else { &mut rdma.wr };
         wr.__bindgen_anon_1.wr_cqe = record.cast();
         wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
+        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
         // SAFETY: the QP is live (invariant of `from_raw`); the provider copies the request
-        // and its SGE before returning; the record keeps buffers and MRs alive until the
-        // completion, which is signalled, runs.
-        let ret =
-            unsafe { bindings::rdma_rs_ib_post_send(self.qp.as_ptr(), wr, core::ptr::null_mut()) };
-        finish_post::<F>(self.records, ret, record)
+        // and its SGE before returning (and may point `bad` at it); the record keeps
+        // buffers and MRs alive until the completion, which is signalled, runs.
+        let ret = unsafe { bindings::rdma_rs_ib_post_send(self.qp.as_ptr(), wr, &mut bad) };
+        finish_post::<F>(self.records, ret, core::ptr::eq(bad, wr), record)
     }
 }
 
@@ -593,22 +594,29 @@ fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
     Ok(record)
 }
 
-/// Takes the record back if the post failed: no completion will run for it.
+/// Takes the record back if the post failed and the provider says it did not take the
+/// request (`refused`: the request is the provider's `bad_wr`): no completion will run for
+/// it. A provider may also fail a post whose request it queued anyway (siw, when it
+/// cannot start a READ: the request stays in its send queue and is flushed later), so
+/// without that word the record stays on the list, for its completion or the QP's end.
 fn finish_post<F: FnOnce(WorkCompletion) + Send + 'static>(
     records: &QpRecords,
     ret: c_int,
+    refused: bool,
     record: *mut InFlight<F>,
 ) -> Result {
     if ret == 0 {
         return Ok(());
     }
-    // SAFETY: the post failed, so the provider did not take the request and no completion
-    // will use the record; `in_flight` put it on this list.
-    unsafe {
-        if let Some((mr, effect)) = &(*record).mr {
-            mr.complete(*effect, false);
+    if refused {
+        // SAFETY: the provider did not take the request, so no completion will use the
+        // record; `in_flight` put it on this list.
+        unsafe {
+            if let Some((mr, effect)) = &(*record).mr {
+                mr.complete(*effect, false);
+            }
+            records.remove_and_free(record.cast());
         }
-        records.remove_and_free(record.cast());
     }
     Err(Error::from_errno(ret))
 }

@@ -87,9 +87,10 @@ grep -q '^=== demo: all 7 steps done$' "$transcript" || {
 	failures=$((failures + 1))
 }
 
-# The README's abridged transcript: its commands, in order, are the run's (controller
-# numbers aside: nvme0 or nvme1 depending on discovery).
-commands() { { grep -E '^# ' || true; } | sed -E 's/nvme[0-9]+(n[0-9]+)?/nvmeX\1/g'; }
+# The README's abridged transcript: its commands, in order, are the run's (block device
+# numbers aside: the controller is nvme0 or nvme1 depending on discovery, and the host
+# numbers namespaces in the order it found them, so NSID 1 may be nvme0n1 or nvme0n2).
+commands() { { grep -E '^# ' || true; } | sed -E 's/nvme[0-9]+n[0-9]+/nvmeXnY/g; s/nvme[0-9]+/nvmeX/g'; }
 readme_commands=$(sed -n '/^<!-- demo transcript: begin/,/^<!-- demo transcript: end/p' "$readme" | commands)
 if [ -z "$readme_commands" ]; then
 	echo "README.md has no abridged demo transcript" >&2
