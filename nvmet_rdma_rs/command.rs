@@ -25,7 +25,7 @@
 //! [`queue_response`] may run elsewhere (a backend's completion interrupt), so it takes no
 //! lock.
 
-use crate::queue::Queue;
+use crate::queue::{Parked, Queue};
 use crate::rdma::{bindings, signature, CmId, Device, DmaBuf};
 use crate::recv::{CmdSlot, RecvSlots, MAX_INLINE_PAGES};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
@@ -127,7 +127,8 @@ pub(crate) struct Io {
     /// posted, instead of reading them through the local DMA lkey when it transmits. Only
     /// where the QP takes inline data, on SEND_WITH_INV too (not on siw).
     inline_responses: bool,
-    rsps: KVec<RspSlot>,
+    /// (`kvmalloc`ed: at the larger queue sizes, more than a few pages.)
+    rsps: KVVec<RspSlot>,
     /// Send queue entries not reserved.
     sq_wr_avail: AtomicI32,
     /// Commands on the queue's wait list: lets a release skip the list's lock when none
@@ -174,8 +175,11 @@ impl Io {
         let lkey = id.pd().ok_or(ENODEV)?.local_dma_lkey();
         let recv = queue.data.recv_queue_size;
         // A response slot is busy from its command's arrival until its SEND is
-        // acknowledged: at most `recv` commands the host awaits plus `send` responses it
-        // has but we have not seen acknowledged.
+        // acknowledged: `recv` commands the host awaits plus responses it has that we
+        // have not seen acknowledged, which a slow completion path can let grow past
+        // `send`. A command that finds no slot waits, parked, for the next one to free
+        // (`handle_command`): it is served, as the C transport serves it from a separate
+        // allocation, but without one. (C allocates `2 * recv` slots.)
         let nr_rsps = recv + queue.data.send_queue_size;
         let owner = Arc::as_ptr(queue);
         let recv_slots = match shared {
@@ -186,7 +190,7 @@ impl Io {
             )?,
         };
         let responses = DmaBuf::new(device, nr_rsps as usize * RESPONSE_SIZE)?;
-        let mut rsps = KVec::with_capacity(nr_rsps as usize, GFP_KERNEL)?;
+        let mut rsps = KVVec::with_capacity(nr_rsps as usize, GFP_KERNEL)?;
         for index in 0..nr_rsps {
             rsps.push(zeroed_rsp(index, owner), GFP_KERNEL)?;
         }
@@ -258,7 +262,9 @@ impl Io {
     /// Posts receive slot `cmd` (again): on the queue's QP (live, by the type invariant)
     /// or on its SRQ.
     pub(crate) fn post_recv(&self, cmd: u32) -> Result {
-        self.recv.post(self.qp, cmd)
+        // SAFETY: `qp` is the queue's QP, live while `self` is used and drained before
+        // the slots go (type invariant).
+        unsafe { self.recv.post(self.qp, cmd) }
     }
 
     /// Whether responses go out as inline sends.
@@ -599,6 +605,7 @@ impl Io {
         state.in_use = false;
         let _ = queue.free.lock().push(rsp.index, GFP_ATOMIC);
         self.run_waiting(queue);
+        queue.start_parked(self);
     }
 
     /// Destroys the command's `rdma_rw` context and frees its data buffer.
@@ -778,6 +785,23 @@ pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bi
         give_back();
         return;
     }
+    handle_command(queue, io, slot.index, wc.byte_len);
+}
+
+/// Starts the command that arrived in receive slot `cmd` (`len` bytes) on `queue`, or
+/// gives the slot back if the queue is going.
+pub(crate) fn handle_command(queue: &Queue, io: &Io, cmd: u32, len: u32) {
+    // A shared slot goes back to its SRQ whenever no command takes it.
+    let give_back = || {
+        if io.uses_srq() {
+            let _ = io.post_recv(cmd);
+        }
+    };
+    // (checked again for a parked command, whose queue may have closed since)
+    if queue.is_disconnecting() {
+        give_back();
+        return;
+    }
     // The state may change right after its check: hold the sq until the command was
     // handed over, or the release's `nvmet_sq_destroy` may clear `sq->ctrl` and put the
     // controller while `nvmet_req_init` parses the command with them.
@@ -785,13 +809,24 @@ pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bi
         give_back();
         return;
     };
-    let Some(rsp) = queue.free.lock().pop() else {
-        give_back();
-        pr_err!("the host sent more commands than the queue holds; ending the queue\n");
-        queue.fatal_error();
-        return;
+    let rsp = {
+        let mut free = queue.free.lock();
+        let rsp = free.pop();
+        let in_use = io.response_slots() - free.len() as u32;
+        queue.stats.rsp_peak.fetch_max(in_use, Relaxed);
+        rsp
     };
-    io.start(queue, slot.index, rsp, wc.byte_len);
+    let rsp = match rsp {
+        Some(rsp) => rsp,
+        None => match queue.park_for_slot(cmd, len) {
+            Parked::Yes => return,
+            Parked::Full => {
+                give_back();
+                return;
+            }
+        },
+    };
+    io.start(queue, cmd, rsp, len);
 }
 
 /// The data path of a command whose RDMA transfer (its READ, or its WRITEs with T10-PI)

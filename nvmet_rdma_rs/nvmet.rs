@@ -349,6 +349,14 @@ pub(crate) fn flush_nvmet_workqueue() {
     unsafe { bindings::__flush_workqueue(bindings::nvmet_wq) };
 }
 
+/// Waits for the nvmet core's asynchronous event work (on device removal, as the C
+/// transport: an AEN queued for a controller of a released queue completes before the
+/// device goes).
+pub(crate) fn flush_nvmet_aen_workqueue() {
+    // SAFETY: `nvmet_aen_wq` lives as `nvmet_wq` does (see `nvmet_workqueue`).
+    unsafe { bindings::__flush_workqueue(bindings::nvmet_aen_wq) };
+}
+
 /// The nvmet submission and completion queue a transport queue embeds.
 #[pin_data(PinnedDrop)]
 pub(crate) struct SqCq {

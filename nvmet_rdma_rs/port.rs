@@ -22,8 +22,9 @@ use kernel::{
 const DEFAULT_INLINE_DATA_SIZE: i32 = kernel::page::PAGE_SIZE as i32;
 /// `NVMET_RDMA_MAX_INLINE_DATA_SIZE`: 16 KiB.
 const MAX_INLINE_DATA_SIZE: i32 = 16 * 1024;
-/// `NVMET_RDMA_BACKLOG`.
-const BACKLOG: i32 = 128;
+/// `NVMET_RDMA_BACKLOG`: the listen backlog, and how many queues may be torn down at
+/// once before a new controller is refused.
+pub(crate) const BACKLOG: i32 = 128;
 /// How often a lost listener is tried again, as the C transport's repair work does.
 const REPAIR_RETRY_MS: u32 = 5000;
 

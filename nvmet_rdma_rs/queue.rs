@@ -16,7 +16,7 @@ use crate::rdma::{
     SocketAddr,
 };
 use crate::wire::ConnectData;
-use core::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use kernel::{
     fmt, new_mutex, new_spinlock,
     prelude::*,
@@ -43,10 +43,23 @@ pub(crate) struct QueueStats {
     pub(crate) keyed: AtomicU64,
     /// Times a command waited for send queue space.
     pub(crate) sq_full_waits: AtomicU64,
+    /// The most response slots in use at once (of `Io::response_slots`): how close the
+    /// host came to the bound a well-behaved host stays within.
+    pub(crate) rsp_peak: AtomicU32,
+    /// Commands that found every response slot busy and waited for one.
+    pub(crate) rsp_waits: AtomicU64,
     /// Failed work completions and malformed capsules.
     pub(crate) errors: AtomicU64,
     /// Second completions of one RDMA READ (siw, on a flush), ignored.
     pub(crate) duplicate_completions: AtomicU64,
+}
+
+/// What became of a command that found no free response slot.
+pub(crate) enum Parked {
+    /// It waits for the next slot to free.
+    Yes,
+    /// The host exceeded its depth; the queue is ending.
+    Full,
 }
 
 /// One host connection; see the module documentation.
@@ -79,6 +92,13 @@ pub(crate) struct Queue {
     /// Response slots waiting for send queue space, oldest first.
     #[pin]
     pub(crate) waiting: SpinLock<KVec<u32>>,
+    /// Commands that found every response slot busy, oldest first, as (receive slot,
+    /// bytes received): the next slot freed starts one; the release discards what is
+    /// left. Used from the queue's completion callbacks only, which run one at a time.
+    #[pin]
+    parked: SpinLock<KVec<(u32, u32)>>,
+    /// Entries in `parked`, for a lock-free check when a slot frees.
+    parked_n: AtomicU32,
     pub(crate) stats: QueueStats,
     #[pin]
     setup_work: Work<Queue, 1>,
@@ -122,6 +142,8 @@ impl Queue {
                 io: SetOnce::new(),
                 free <- new_spinlock!(KVec::new()),
                 waiting <- new_spinlock!(KVec::new()),
+                parked <- new_spinlock!(KVec::new()),
+                parked_n: AtomicU32::new(0),
                 stats: QueueStats::default(),
                 setup_work <- new_work!("Queue::setup_work"),
                 release_work <- new_work!("Queue::release_work"),
@@ -211,6 +233,84 @@ impl Queue {
         let _ = crate::nvmet::nvmet_workqueue().enqueue::<_, 2>(this.clone());
     }
 
+    /// Parks a command that found no free response slot, unless one freed meanwhile.
+    pub(crate) fn park_for_slot(&self, cmd: u32, len: u32) -> Parked {
+        let mut parked = self.parked.lock();
+        if !self.park(&mut parked, cmd, len) {
+            drop(parked);
+            self.exceeded_depth();
+            return Parked::Full;
+        }
+        // (No slot can free meanwhile: slots free in the queue's completion callbacks,
+        // which run one at a time, this one included.)
+        self.stats.rsp_waits.fetch_add(1, Relaxed);
+        Parked::Yes
+    }
+
+    /// Adds an entry to `parked` (locked by the caller) within its capacity: `false` if
+    /// it is full.
+    fn park(&self, parked: &mut KVec<(u32, u32)>, cmd: u32, len: u32) -> bool {
+        // The capacity covers every receive the host may have outstanding.
+        if parked.push_within_capacity((cmd, len)).is_err() {
+            return false;
+        }
+        self.parked_n.fetch_add(1, Relaxed);
+        true
+    }
+
+    /// A host sent more commands than its queue depth allows: ends the queue.
+    fn exceeded_depth(&self) {
+        pr_err!(
+            "queue {}: host {} sent more commands than its queue depth ({}) allows; ending the queue\n",
+            self.number,
+            self.peer,
+            self.data.recv_queue_size
+        );
+        self.fatal_error();
+    }
+
+    /// A response slot was freed: starts the oldest parked command, if any.
+    pub(crate) fn start_parked(&self, io: &Io) {
+        if self.parked_n.load(Relaxed) == 0 {
+            return;
+        }
+        let next = {
+            let mut parked = self.parked.lock();
+            if parked.is_empty() {
+                return;
+            }
+            self.parked_n.fetch_sub(1, Relaxed);
+            parked.remove(0).ok()
+        };
+        if let Some((cmd, len)) = next {
+            crate::command::handle_command(self, io, cmd, len);
+        }
+    }
+
+    /// Gives back the receive slots of commands that never started, after the QP was
+    /// drained.
+    fn discard_parked(&self) {
+        let Some(io) = self.io.as_ref() else {
+            return;
+        };
+        loop {
+            let next = {
+                let mut parked = self.parked.lock();
+                let next = parked.pop();
+                if next.is_some() {
+                    self.parked_n.fetch_sub(1, Relaxed);
+                }
+                next
+            };
+            let Some((cmd, _)) = next else {
+                return;
+            };
+            if io.uses_srq() {
+                let _ = io.post_recv(cmd);
+            }
+        }
+    }
+
     /// A fatal transport error: ends the controller (which deletes its queues) or, before
     /// the host's Connect installed one, this queue.
     pub(crate) fn fatal_error(&self) {
@@ -252,6 +352,10 @@ impl Queue {
             integrity: pi && data.qid != 0,
             // Responses are small enough to go inline where the device allows it.
             inline_data: crate::command::RESPONSE_SIZE as u32,
+            // As the C transport: a completion per posted receive and at most two per
+            // command (its READ or PI WRITE, and its SEND; the rest of an `rdma_rw`
+            // chain is unsignalled), plus `ib_drain_qp`'s marker.
+            cq_entries: data.recv_queue_size + 2 * data.send_queue_size + 1,
         };
         let shared = if crate::srq::use_srq.get() {
             let target = this.port.target();
@@ -272,9 +376,12 @@ impl Queue {
             free.push(slot, GFP_KERNEL)?;
         }
         let mut waiting = KVec::with_capacity(slots, GFP_KERNEL)?;
-        // Both lists keep their capacity: completions never allocate.
+        // (at most one parked command per receive the host may have outstanding)
+        let mut parked = KVec::with_capacity(data.recv_queue_size as usize, GFP_KERNEL)?;
+        // The lists keep their capacity: completions never allocate.
         core::mem::swap(&mut *this.free.lock(), &mut free);
         core::mem::swap(&mut *this.waiting.lock(), &mut waiting);
+        core::mem::swap(&mut *this.parked.lock(), &mut parked);
         if !this.io.populate(io) {
             return Err(EBUSY);
         }
@@ -284,7 +391,7 @@ impl Queue {
                 io.post_recv(cmd)?;
             }
         }
-        id.accept_with_depth(&data.accept_data(), Some(this.initiator_depth))
+        id.accept_as_target(&data.accept_data(), this.initiator_depth)
     }
 
     /// debugfs `queues`: one line for this queue.
@@ -298,7 +405,8 @@ impl Queue {
         writeln!(
             f,
             "queue {} port {} qid {} host {} {} depth {}/{} srq {} inline_rsp {} commands {} \
-             read_bytes {} write_bytes {} in_capsule {} keyed {} sq_full_waits {} errors {}",
+             read_bytes {} write_bytes {} in_capsule {} keyed {} sq_full_waits {} rsp_peak {}/{} \
+             rsp_waits {} errors {}",
             self.number,
             self.port.id(),
             self.data.qid,
@@ -314,6 +422,9 @@ impl Queue {
             s.in_capsule.load(Relaxed),
             s.keyed.load(Relaxed),
             s.sq_full_waits.load(Relaxed),
+            s.rsp_peak.load(Relaxed),
+            self.io.as_ref().map_or(0, |io| io.response_slots()),
+            s.rsp_waits.load(Relaxed),
             s.errors.load(Relaxed),
         )
     }
@@ -400,6 +511,7 @@ impl WorkItem<2> for Queue {
         if let Some(id) = &id {
             id.shut_down();
         }
+        this.discard_parked();
         if let Some(io) = this.io.as_ref() {
             io.reclaim();
         }

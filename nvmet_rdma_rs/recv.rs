@@ -36,15 +36,19 @@ pub(crate) struct CmdSlot {
 /// # Invariants
 ///
 /// Slots never move; their work requests point into them and into the buffers, which live
-/// as long as the set. Shared slots are posted on `srq`, which the set keeps alive and
-/// drops first (field order), before the buffers its receives point to.
+/// as long as the set. Shared slots are posted on `srq`. Every QP on that SRQ belongs to a
+/// queue that holds this set (through its `Io`) and destroys its QP before it lets the set
+/// go, so when the set drops, no QP can consume its receives and its `Arc<Srq>` is the
+/// last one: the SRQ is destroyed (field order: first) before the buffers its receives
+/// point to are freed.
 pub(crate) struct RecvSlots {
     srq: Option<Arc<Srq>>,
     capsules: DmaBuf,
     /// Per slot: its in-capsule data buffer (none when `inline_size` is 0).
     inline: KVec<DmaBuf>,
     inline_size: u32,
-    cmds: KVec<CmdSlot>,
+    /// (`kvmalloc`ed: an SRQ's are many pages.)
+    cmds: KVVec<CmdSlot>,
 }
 
 // SAFETY: slots are shared with the device by design; each is used by one owner at a time
@@ -76,7 +80,7 @@ impl RecvSlots {
                 )?;
             }
         }
-        let mut cmds = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        let mut cmds = KVVec::with_capacity(count as usize, GFP_KERNEL)?;
         for index in 0..count {
             cmds.push(
                 CmdSlot {
@@ -165,8 +169,13 @@ impl RecvSlots {
         self.inline.get(index as usize)
     }
 
-    /// Posts slot `index` (again): on the SRQ, or on `qp` (the owning queue's, live).
-    pub(crate) fn post(&self, qp: *mut bindings::ib_qp, index: u32) -> Result {
+    /// Posts slot `index` (again): on the SRQ, or on `qp`.
+    ///
+    /// # Safety
+    ///
+    /// For a queue's own slots, `qp` is the owning queue's QP, live for the call, and the
+    /// queue drains it before it drops the slots (for shared slots, `qp` is unused).
+    pub(crate) unsafe fn post(&self, qp: *mut bindings::ib_qp, index: u32) -> Result {
         let slot = self.cmds.get(index as usize).ok_or(EINVAL)?;
         let at = index as usize * COMMAND_SIZE;
         self.capsules.sync_range_for_device(at, COMMAND_SIZE);
@@ -175,11 +184,12 @@ impl RecvSlots {
         }
         match &self.srq {
             // SAFETY: the work request points into the slot and its buffers, which outlive
-            // the SRQ (the set owns both and drops the SRQ first).
+            // the receive: the type invariant destroys the SRQ before they are freed, and
+            // only QPs of queues that hold the set consume from it.
             Some(srq) => unsafe { srq.post_recv(slot.wr.get()) },
             None => {
-                // SAFETY: the caller's QP is live; the slot outlives the receive (the
-                // queue drains the QP before it frees the slots).
+                // SAFETY: by the function's contract the QP is live and drained before the
+                // slot is freed, so the slot outlives the receive.
                 let ret = unsafe {
                     bindings::rdma_rs_ib_post_recv(qp, slot.wr.get(), core::ptr::null_mut())
                 };

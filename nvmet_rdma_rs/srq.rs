@@ -63,7 +63,8 @@ impl SrqSet {
                 Some(srq),
             )?;
             for index in 0..slots.count() {
-                slots.post(core::ptr::null_mut(), index)?;
+                // SAFETY: shared slots: the QP argument is unused.
+                unsafe { slots.post(core::ptr::null_mut(), index)? };
             }
             set.srqs.push(Arc::new(slots, GFP_KERNEL)?, GFP_KERNEL)?;
         }

@@ -3,7 +3,7 @@
 //! The transport's global state: its ports, its queues, and the workqueue their setup
 //! and release run on. The nvmet core's callbacks find it through [`Target::get`].
 
-use crate::port::Port;
+use crate::port::{Port, BACKLOG};
 use crate::queue::Queue;
 use crate::rdma::{Device, OwnedQueue};
 use crate::recv::RecvSlots;
@@ -115,9 +115,11 @@ impl Target {
         }
     }
 
-    /// Lists `queue`, unless its device is going away. `publish` runs first, under the
-    /// list's lock once room is made: what it stores (the CM id) is there for any close
-    /// that finds the queue. Nothing fails after `publish`.
+    /// Lists `queue`, unless its device is going away, or it would start a controller
+    /// while more than [`BACKLOG`] queues are still being torn down (a reconnect storm;
+    /// the C transport's guard). `publish` runs first, under the list's lock once room is
+    /// made: what it stores (the CM id) is there for any close that finds the queue.
+    /// Nothing fails after `publish`.
     pub(crate) fn add_queue(&self, queue: &Arc<Queue>, publish: impl FnOnce()) -> Result {
         let mut queues = self.queues.lock();
         let device = queue.device_key();
@@ -125,6 +127,17 @@ impl Target {
             || self.removing.iter().any(|d| d.load(Relaxed) == device)
         {
             return Err(ENODEV);
+        }
+        if queue.data.qid == 0 {
+            let going = queues.iter().filter(|q| q.is_disconnecting()).count();
+            if going > BACKLOG as usize {
+                pr_warn!(
+                    "refusing a new controller's admin queue from {}: {} queues are still being torn down\n",
+                    queue.peer(),
+                    going
+                );
+                return Err(EBUSY);
+            }
         }
         queues.reserve(1, GFP_KERNEL)?;
         publish();
@@ -221,6 +234,7 @@ impl Target {
         // Their releases end on the nvmet workqueue: done once it is flushed, before the
         // device goes.
         crate::nvmet::flush_nvmet_workqueue();
+        crate::nvmet::flush_nvmet_aen_workqueue();
         ended
     }
 

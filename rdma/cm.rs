@@ -281,6 +281,10 @@ pub(crate) struct QpCaps {
     /// time); a device that offers fewer gets a QP without inline sends (see
     /// [`CmId::max_inline_data`]).
     pub(crate) inline_data: u32,
+    /// Completion queue entries to reserve, if the user knows how many completions can
+    /// be pending at once (as a ULP that signals only some of its sends does); 0: enough
+    /// for every send, receive and `rdma_rw` work request.
+    pub(crate) cq_entries: u32,
 }
 
 impl QpCaps {
@@ -297,6 +301,7 @@ impl QpCaps {
             shared_cq: false,
             integrity: false,
             inline_data: 0,
+            cq_entries: 0,
         }
     }
 }
@@ -491,10 +496,13 @@ impl<T: CmHandler> CmId<T> {
         }
         let device = self.device().ok_or(ENODEV)?;
         let records = KBox::pin_init(QpRecords::new(), GFP_KERNEL)?;
-        // An `rdma_rw` context may need a registration, a transfer and an invalidation.
-        let rw_entries = 3 * caps.rdma_ctxs;
-        // One extra entry each for the drain marker `ib_drain_qp` posts.
-        let entries = caps.send_wr + rw_entries + caps.recv_wr + 2;
+        let entries = if caps.cq_entries != 0 {
+            caps.cq_entries
+        } else {
+            // An `rdma_rw` context may need a registration, a transfer and an
+            // invalidation. One extra entry each for the drain marker `ib_drain_qp` posts.
+            caps.send_wr + 3 * caps.rdma_ctxs + caps.recv_wr + 2
+        };
         let cq = if caps.shared_cq {
             Cq::from_pool(device, entries, caps.vector, poll)?
         } else {
@@ -645,6 +653,10 @@ impl<T: CmHandler> CmId<T> {
     }
 
     fn conn_param(&self, private_data: &[u8]) -> Result<bindings::rdma_conn_param> {
+        // (No QP without verbs resources: the dereference below needs one.)
+        if self.verbs.is_none() {
+            return Err(super::errno(bindings::ENOTCONN));
+        }
         let device = self.device().ok_or(ENODEV)?;
         // SAFETY: all-zeroes is a valid connection parameter set.
         let mut param: bindings::rdma_conn_param = unsafe { core::mem::zeroed() };
@@ -655,7 +667,7 @@ impl<T: CmHandler> CmId<T> {
         param.initiator_depth = initiator;
         param.retry_count = 7;
         param.rnr_retry_count = 7;
-        // SAFETY: the id is live; a QP exists when the caller connects or accepts.
+        // SAFETY: the id is live; it has verbs resources (checked above), so its QP exists.
         param.qp_num = unsafe { (*(*self.raw()).qp).qp_num };
         Ok(param)
     }
@@ -663,9 +675,6 @@ impl<T: CmHandler> CmId<T> {
     /// Connects (after `RouteResolved`, with a QP); `Established` or an error event
     /// follows. Not from this id's handler.
     pub(crate) fn connect(&self, private_data: &[u8]) -> Result {
-        if self.verbs.is_none() {
-            return Err(super::errno(bindings::ENOTCONN));
-        }
         let mut param = self.conn_param(private_data)?;
         // SAFETY: the id is live and routed; `param` and its private data outlive the call.
         to_result(unsafe { bindings::rdma_connect(self.raw(), &mut param) })
@@ -674,28 +683,31 @@ impl<T: CmHandler> CmId<T> {
     /// Accepts an adopted connection request (with a QP and receives posted). Not from
     /// this id's handler.
     pub(crate) fn accept(&self, private_data: &[u8]) -> Result {
-        self.accept_with_depth(private_data, None)
+        let mut param = self.conn_param(private_data)?;
+        self.accept_param(&mut param)
     }
 
-    /// As [`CmId::accept`], issuing at most `initiator_depth` RDMA READs at once (see
-    /// [`ConnectRequest::initiator_depth`]) rather than what the device allows.
-    pub(crate) fn accept_with_depth(
-        &self,
-        private_data: &[u8],
-        initiator_depth: Option<u8>,
-    ) -> Result {
-        if self.verbs.is_none() {
-            return Err(super::errno(bindings::ENOTCONN));
-        }
+    /// Accepts an adopted connection request as an NVMe-oF target does (the C
+    /// `nvmet-rdma`'s parameters): this side issues at most `initiator_depth` RDMA READs
+    /// at once (what the requester offered, see [`ConnectRequest::initiator_depth`]; at
+    /// most what the device allows) and answers none (responder resources 0: the host
+    /// never reads the target's memory), with end-to-end flow control and RNR retries
+    /// without limit. Not from this id's handler.
+    pub(crate) fn accept_as_target(&self, private_data: &[u8], initiator_depth: u8) -> Result {
         let mut param = self.conn_param(private_data)?;
-        if let Some(depth) = initiator_depth {
-            param.initiator_depth = param.initiator_depth.min(depth);
-        }
+        param.initiator_depth = param.initiator_depth.min(initiator_depth);
+        param.responder_resources = 0;
+        param.flow_control = 1;
+        param.retry_count = 0;
+        self.accept_param(&mut param)
+    }
+
+    fn accept_param(&self, param: &mut bindings::rdma_conn_param) -> Result {
         // SAFETY: the id is live; `rdma_accept` requires the handler mutex, which we take
         // here, outside any handler of this id; `param` outlives the call.
         let ret = unsafe {
             bindings::rdma_lock_handler(self.raw());
-            let ret = bindings::rdma_accept(self.raw(), &mut param);
+            let ret = bindings::rdma_accept(self.raw(), param);
             bindings::rdma_unlock_handler(self.raw());
             ret
         };

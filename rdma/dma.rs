@@ -51,11 +51,21 @@ impl DmaBuf {
         if len == 0 {
             return Err(EINVAL);
         }
-        let padded = len.checked_add(align - 1).ok_or(EINVAL)?;
-        let mut memory = KVec::from_elem(0u8, padded, GFP_KERNEL)?;
+        // kmalloc aligns power-of-two sizes naturally and hands out larger ones as whole
+        // pages, so the size rounded up to the alignment comes aligned: no padding (a page
+        // of in-capsule data takes one page, as in the C transport). Padded otherwise.
+        let rounded = len.checked_next_multiple_of(align).ok_or(EINVAL)?;
+        let mut memory = KVec::from_elem(0u8, rounded, GFP_KERNEL)?;
+        if memory.as_ptr().align_offset(align) != 0 {
+            let padded = len.checked_add(align - 1).ok_or(EINVAL)?;
+            memory = KVec::from_elem(0u8, padded, GFP_KERNEL)?;
+        }
         let start = memory.as_mut_ptr();
         let pad = start.align_offset(align);
-        // SAFETY: `pad < align`, so `start + pad .. + len` lies inside the `padded` bytes.
+        if pad.checked_add(len).is_none_or(|end| end > memory.len()) {
+            return Err(EINVAL);
+        }
+        // SAFETY: checked just above: `start + pad .. + len` lies inside `memory`.
         let cpu = unsafe { start.add(pad) };
         // SAFETY: `device` is registered; the reference is the mapping's (put in `Drop`).
         if !unsafe { bindings::rdma_rs_ib_device_try_get(device.as_raw()) } {
@@ -264,8 +274,11 @@ impl DmaBuf {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: mapped at creation on this device (type invariant); no work request uses
-        // it any more, since posted ones hold a clone of the `DmaBuf`.
+        // SAFETY: mapped at creation on this device (type invariant). The last `DmaBuf`
+        // is gone, so no work request can still use the mapping: requests posted through
+        // the layer's `Qp` hold a clone in their record until they complete or the QP is
+        // gone, and owners that post raw requests into a buffer (nvmet_rdma_rs's `Io`)
+        // drain their QP before they drop it.
         unsafe {
             bindings::rdma_rs_ib_dma_unmap_single(
                 self.device,

@@ -20,7 +20,6 @@ use kernel::{
     fmt, new_condvar, new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, Mutex},
-    time::msecs_to_jiffies,
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -88,26 +87,17 @@ impl Shared {
 
     /// Disconnects every connection and waits until all are released (for unload).
     pub(crate) fn close_all(&self) {
-        let connections: KVec<Arc<Connection>> = {
-            let list = self.connections.lock();
-            let mut copy = KVec::new();
-            for connection in list.iter() {
-                if copy.push(connection.clone(), GFP_KERNEL).is_err() {
-                    break;
-                }
-            }
-            copy
-        };
-        for connection in &connections {
+        let mut list = self.connections.lock();
+        // Closed under the lock, without copying the list: teardown allocates nothing.
+        // (`close` takes only the connection's own locks and queues its release.)
+        for connection in list.iter() {
             connection.close(c"module unload");
         }
-        drop(connections);
-        let mut list = self.connections.lock();
+        // Uninterruptible: `rmmod` may run with a signal pending, and an interruptible
+        // wait would then return at once, in a loop. Bounded: every listed connection's
+        // release is queued; each leaves the list and notifies.
         while !list.is_empty() {
-            // Connections were told to close; wake up now and then to re-check.
-            let _ = self
-                .emptied
-                .wait_interruptible_timeout(&mut list, msecs_to_jiffies(500));
+            self.emptied.wait(&mut list);
         }
         drop(list);
         self.queue.drain();

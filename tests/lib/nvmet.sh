@@ -256,6 +256,9 @@ nvmet_io_test() {
 	[ "$(cat "/sys/block/${ns2#/dev/}/queue/logical_block_size")" = 4096 ] || fail "$ns2 does not have 4 KiB blocks"
 	fio_verify "$ns2" file4k --rw=randwrite --bs=4k --iodepth=8 --size=2M
 	if dd if=/dev/zero of="$ns2" bs=512 count=1 oflag=direct 2>/dev/null; then fail "512 B direct write to $ns2 succeeded"; fi
+	# The host retries what a dying queue drops, so verified I/O passes even when the
+	# target ends a queue: the target's own counters must show no error.
+	[ "$transport" = nvmet_rdma_rs ] && assert_queues_clean
 
 	step "disconnect; the data is still there after a reconnect"
 	host_disconnect
@@ -269,6 +272,22 @@ nvmet_io_test() {
 	fi
 	host_disconnect
 
+	step "full depth on one queue: small reads at depth 128 (responses not inline on siw)"
+	# A response slot stays busy until the SEND's completion, which may come after the
+	# host has its response and sent the next command: a command that finds every slot
+	# busy waits for one (rsp_waits), and no queue is ended.
+	dev=$(host_connect "$ip" 4420 --nr-io-queues=1)
+	fio --name=fulldepth --filename="$dev" --ioengine=libaio --direct=1 --rw=randread \
+		--bs=512 --iodepth=128 --time_based --runtime=8 --size=16M --output-format=terse \
+		--minimal >/tmp/fio-fulldepth.out 2>&1 || { cat /tmp/fio-fulldepth.out; fail "fio at full depth failed"; }
+	echo "full depth: $(awk -F';' '{print "read iops " $8 ", errors " $5}' /tmp/fio-fulldepth.out | head -1)"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		grep 'qid 1' /sys/kernel/debug/nvmet_rdma_rs/queues | grep -o 'depth [0-9/]*\|rsp_peak [0-9/]*\|rsp_waits [0-9]*' | xargs echo "full depth queue:"
+		assert_queues_clean
+		assert_no_dmesg "sent more commands than its queue depth"
+	fi
+	host_disconnect
+
 	step "tear down and unload"
 	nvmet_clear
 	modprobe -r nvme-rdma
@@ -276,6 +295,15 @@ nvmet_io_test() {
 	rdma_link_delete "${provider}0"
 	kmemleak_check
 	echo "nvmet-io $transport over $provider: ok"
+}
+
+# assert_queues_clean: no queue of nvmet_rdma_rs counted an error.
+assert_queues_clean() {
+	local queues=/sys/kernel/debug/nvmet_rdma_rs/queues
+	if grep -v ' errors 0$' "$queues" | grep -q qid; then
+		cat "$queues"
+		fail "a target queue counted errors"
+	fi
 }
 
 # nvmet_rxe_target TRANSPORT_MODULE: where most tests start: a veth pair, rxe0 on veth0,
