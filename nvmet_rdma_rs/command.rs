@@ -820,6 +820,7 @@ pub(crate) fn handle_command(queue: &Queue, io: &Io, cmd: u32, len: u32) {
         Some(rsp) => rsp,
         None => match queue.park_for_slot(cmd, len) {
             Parked::Yes => return,
+            Parked::SlotFreed(rsp) => rsp,
             Parked::Full => {
                 give_back();
                 return;

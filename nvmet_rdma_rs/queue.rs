@@ -16,7 +16,10 @@ use crate::rdma::{
     SocketAddr,
 };
 use crate::wire::ConnectData;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{
+    fence, AtomicU32, AtomicU64, AtomicU8,
+    Ordering::{Relaxed, SeqCst},
+};
 use kernel::{
     fmt, new_mutex, new_spinlock,
     prelude::*,
@@ -58,6 +61,8 @@ pub(crate) struct QueueStats {
 pub(crate) enum Parked {
     /// It waits for the next slot to free.
     Yes,
+    /// A slot freed meanwhile: the command takes it.
+    SlotFreed(u32),
     /// The host exceeded its depth; the queue is ending.
     Full,
 }
@@ -94,7 +99,7 @@ pub(crate) struct Queue {
     pub(crate) waiting: SpinLock<KVec<u32>>,
     /// Commands that found every response slot busy, oldest first, as (receive slot,
     /// bytes received): the next slot freed starts one; the release discards what is
-    /// left. Used from the queue's completion callbacks only, which run one at a time.
+    /// left.
     #[pin]
     parked: SpinLock<KVec<(u32, u32)>>,
     /// Entries in `parked`, for a lock-free check when a slot frees.
@@ -241,8 +246,16 @@ impl Queue {
             self.exceeded_depth();
             return Parked::Full;
         }
-        // (No slot can free meanwhile: slots free in the queue's completion callbacks,
-        // which run one at a time, this one included.)
+        // Slots free in completion callbacks, which usually run one at a time, but not
+        // always (a drain on an SRQ polls the shared CQ directly). Pairs with the fence in
+        // `start_parked`: either the release that freed a slot sees this entry, or this
+        // sees the slot.
+        fence(SeqCst);
+        if let Some(rsp) = self.free.lock().pop() {
+            let _ = parked.pop();
+            self.parked_n.fetch_sub(1, Relaxed);
+            return Parked::SlotFreed(rsp);
+        }
         self.stats.rsp_waits.fetch_add(1, Relaxed);
         Parked::Yes
     }
@@ -271,6 +284,8 @@ impl Queue {
 
     /// A response slot was freed: starts the oldest parked command, if any.
     pub(crate) fn start_parked(&self, io: &Io) {
+        // Pairs with the fence in `park_for_slot`.
+        fence(SeqCst);
         if self.parked_n.load(Relaxed) == 0 {
             return;
         }
@@ -352,10 +367,6 @@ impl Queue {
             integrity: pi && data.qid != 0,
             // Responses are small enough to go inline where the device allows it.
             inline_data: crate::command::RESPONSE_SIZE as u32,
-            // As the C transport: a completion per posted receive and at most two per
-            // command (its READ or PI WRITE, and its SEND; the rest of an `rdma_rw`
-            // chain is unsignalled), plus `ib_drain_qp`'s marker.
-            cq_entries: data.recv_queue_size + 2 * data.send_queue_size + 1,
         };
         let shared = if crate::srq::use_srq.get() {
             let target = this.port.target();

@@ -281,10 +281,6 @@ pub(crate) struct QpCaps {
     /// time); a device that offers fewer gets a QP without inline sends (see
     /// [`CmId::max_inline_data`]).
     pub(crate) inline_data: u32,
-    /// Completion queue entries to reserve, if the user knows how many completions can
-    /// be pending at once (as a ULP that signals only some of its sends does); 0: enough
-    /// for every send, receive and `rdma_rw` work request.
-    pub(crate) cq_entries: u32,
 }
 
 impl QpCaps {
@@ -301,7 +297,6 @@ impl QpCaps {
             shared_cq: false,
             integrity: false,
             inline_data: 0,
-            cq_entries: 0,
         }
     }
 }
@@ -496,13 +491,31 @@ impl<T: CmHandler> CmId<T> {
         }
         let device = self.device().ok_or(ENODEV)?;
         let records = KBox::pin_init(QpRecords::new(), GFP_KERNEL)?;
-        let entries = if caps.cq_entries != 0 {
-            caps.cq_entries
+        // Every work request the QP can hold: soft providers (rxe, siw) complete each
+        // flushed one, signalled or not, so a teardown under load can have them all
+        // pending at once. The RDMA core adds send queue entries for the `rdma_rw`
+        // contexts (one transfer each, plus a registration and an invalidation where the
+        // device reads through MRs or the QP offloads T10-PI), as `rdma_rw_max_send_wr`
+        // tells. One extra entry each for the drain markers `ib_drain_qp` posts.
+        let create_flags = if caps.integrity {
+            u32::try_from(bindings::ib_qp_create_flags_IB_QP_CREATE_INTEGRITY_EN).unwrap_or(0)
         } else {
-            // An `rdma_rw` context may need a registration, a transfer and an
-            // invalidation. One extra entry each for the drain marker `ib_drain_qp` posts.
-            caps.send_wr + 3 * caps.rdma_ctxs + caps.recv_wr + 2
+            0
         };
+        // SAFETY: the device is registered (the id is bound to it); a pure computation.
+        let rw_wrs = unsafe {
+            bindings::rdma_rw_max_send_wr(
+                device.as_raw(),
+                self.port_num(),
+                caps.rdma_ctxs,
+                create_flags,
+            )
+        };
+        let entries = caps
+            .send_wr
+            .saturating_add(rw_wrs)
+            .saturating_add(caps.recv_wr)
+            .saturating_add(2);
         let cq = if caps.shared_cq {
             Cq::from_pool(device, entries, caps.vector, poll)?
         } else {

@@ -87,12 +87,23 @@ impl Shared {
 
     /// Disconnects every connection and waits until all are released (for unload).
     pub(crate) fn close_all(&self) {
-        let mut list = self.connections.lock();
-        // Closed under the lock, without copying the list: teardown allocates nothing.
-        // (`close` takes only the connection's own locks and queues its release.)
-        for connection in list.iter() {
-            connection.close(c"module unload");
+        // One at a time, each outside the list's lock (`close` takes the connection's
+        // `link` lock, which nests the other way round with RDMA CM's handler mutex and
+        // through that with this lock), and without copying the list: teardown allocates
+        // nothing. A closed connection is `CLOSING` until its release takes it off.
+        loop {
+            let next = self
+                .connections
+                .lock()
+                .iter()
+                .find(|c| c.state.load(Relaxed) != CLOSING)
+                .cloned();
+            match next {
+                Some(connection) => connection.close(c"module unload"),
+                None => break,
+            }
         }
+        let mut list = self.connections.lock();
         // Uninterruptible: `rmmod` may run with a signal pending, and an interruptible
         // wait would then return at once, in a loop. Bounded: every listed connection's
         // release is queued; each leaves the list and notifies.
