@@ -259,6 +259,15 @@ impl Io {
         self.rsps.len() as u32
     }
 
+    /// Gives a shared receive slot whose command ends without a response back to its SRQ,
+    /// so that the SRQ never runs dry (a queue's own slots stay unposted: it is ending, or
+    /// the command's response will post it).
+    pub(crate) fn give_back_shared(&self, cmd: u32) {
+        if self.uses_srq() {
+            let _ = self.post_recv(cmd);
+        }
+    }
+
     /// Posts receive slot `cmd` (again): on the queue's QP (live, by the type invariant)
     /// or on its SRQ.
     pub(crate) fn post_recv(&self, cmd: u32) -> Result {
@@ -762,11 +771,7 @@ pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bi
         return;
     };
     // A shared slot goes back to its SRQ whenever no command takes it.
-    let give_back = || {
-        if io.uses_srq() {
-            let _ = io.post_recv(slot.index);
-        }
-    };
+    let give_back = || io.give_back_shared(slot.index);
     if !is_success(wc) {
         give_back();
         failed(queue, "RECV", wc);
@@ -791,12 +796,7 @@ pub(crate) unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bi
 /// Starts the command that arrived in receive slot `cmd` (`len` bytes) on `queue`, or
 /// gives the slot back if the queue is going.
 pub(crate) fn handle_command(queue: &Queue, io: &Io, cmd: u32, len: u32) {
-    // A shared slot goes back to its SRQ whenever no command takes it.
-    let give_back = || {
-        if io.uses_srq() {
-            let _ = io.post_recv(cmd);
-        }
-    };
+    let give_back = || io.give_back_shared(cmd);
     // (checked again for a parked command, whose queue may have closed since)
     if queue.is_disconnecting() {
         give_back();

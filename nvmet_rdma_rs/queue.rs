@@ -17,7 +17,7 @@ use crate::rdma::{
 };
 use crate::wire::ConnectData;
 use core::sync::atomic::{
-    fence, AtomicU32, AtomicU64, AtomicU8,
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8,
     Ordering::{Relaxed, SeqCst},
 };
 use kernel::{
@@ -104,6 +104,8 @@ pub(crate) struct Queue {
     parked: SpinLock<KVec<(u32, u32)>>,
     /// Entries in `parked`, for a lock-free check when a slot frees.
     parked_n: AtomicU32,
+    /// The host sent more commands than its depth allows (logged once).
+    depth_exceeded: AtomicBool,
     pub(crate) stats: QueueStats,
     #[pin]
     setup_work: Work<Queue, 1>,
@@ -149,6 +151,7 @@ impl Queue {
                 waiting <- new_spinlock!(KVec::new()),
                 parked <- new_spinlock!(KVec::new()),
                 parked_n: AtomicU32::new(0),
+                depth_exceeded: AtomicBool::new(false),
                 stats: QueueStats::default(),
                 setup_work <- new_work!("Queue::setup_work"),
                 release_work <- new_work!("Queue::release_work"),
@@ -271,8 +274,12 @@ impl Queue {
         true
     }
 
-    /// A host sent more commands than its queue depth allows: ends the queue.
+    /// A host sent more commands than its queue depth allows: ends the queue (one log
+    /// line per queue, however many more it sends).
     fn exceeded_depth(&self) {
+        if self.depth_exceeded.swap(true, Relaxed) {
+            return;
+        }
         pr_err!(
             "queue {}: host {} sent more commands than its queue depth ({}) allows; ending the queue\n",
             self.number,
@@ -320,9 +327,7 @@ impl Queue {
             let Some((cmd, _)) = next else {
                 return;
             };
-            if io.uses_srq() {
-                let _ = io.post_recv(cmd);
-            }
+            io.give_back_shared(cmd);
         }
     }
 
