@@ -32,7 +32,10 @@ use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use crate::{pi, protection};
 use core::{
     cell::UnsafeCell,
-    sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering::Relaxed},
+    sync::atomic::{
+        fence, AtomicBool, AtomicI32, AtomicU32,
+        Ordering::{Relaxed, SeqCst},
+    },
 };
 use kernel::{container_of, page::PAGE_SIZE, prelude::*, sync::Arc, types::Opaque};
 /// Bytes of an NVMe completion queue entry.
@@ -67,6 +70,13 @@ struct RspState {
     n_rdma: u32,
     /// The host's rkey to invalidate with the response.
     invalidate: Option<u32>,
+}
+
+impl RspState {
+    /// Send queue entries the command takes: its RDMA work requests and its response.
+    fn send_wrs(&self) -> i32 {
+        1 + self.n_rdma as i32
+    }
 }
 
 /// A response slot: one command in flight.
@@ -368,10 +378,28 @@ impl Io {
         }
         if !self.execute(rsp) {
             queue.stats.sq_full_waits.fetch_add(1, Relaxed);
-            // (the list has room for every slot: the push cannot fail)
-            let _ = queue.waiting.lock().push(rsp.index, GFP_ATOMIC);
+            self.wait_for_space(queue, rsp);
+        }
+    }
+
+    /// A command found the send queue full: it waits for a completion to return space,
+    /// or ends here if the queue's release already ended the waiting ones.
+    fn wait_for_space(&self, queue: &Queue, rsp: &RspSlot) {
+        {
+            let mut waiting = queue.waiting.lock();
+            // (the list has room for every slot: only a closed list refuses)
+            if !waiting.push_back(rsp.index) {
+                drop(waiting);
+                self.abandon(rsp);
+                return;
+            }
+            // (counted under the lock: whoever pops it decrements after this)
             self.waiters.fetch_add(1, Relaxed);
         }
+        // Space may have come back between the failed try and the push, from a
+        // completion that ran beside this one and saw no waiter: completions usually run
+        // one at a time, but a drain on an SRQ polls the shared CQ outside its worker.
+        self.run_waiting(queue);
     }
 
     /// Points the request at the in-capsule data, after checking it.
@@ -576,7 +604,7 @@ impl Io {
     fn execute(&self, rsp: &RspSlot) -> bool {
         // SAFETY: this command owns the slot.
         let state = unsafe { rsp.state() };
-        let needed = 1 + state.n_rdma as i32;
+        let needed = state.send_wrs();
         if self.sq_wr_avail.fetch_sub(needed, Relaxed) < needed {
             self.sq_wr_avail.fetch_add(needed, Relaxed);
             return false;
@@ -609,7 +637,7 @@ impl Io {
     fn release(&self, queue: &Queue, rsp: &RspSlot) {
         // SAFETY: the command's last step (its response SEND completed or never went out).
         let state = unsafe { rsp.state() };
-        self.sq_wr_avail.fetch_add(1 + state.n_rdma as i32, Relaxed);
+        self.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
         self.free_data(rsp, state);
         state.in_use = false;
         let _ = queue.free.lock().push(rsp.index, GFP_ATOMIC);
@@ -632,48 +660,63 @@ impl Io {
 
     /// Starts waiting commands in order while the send queue has room.
     fn run_waiting(&self, queue: &Queue) {
-        // Waiters are added and started only from the queue's completion callbacks,
-        // which run one at a time: a zero here cannot miss one.
-        while self.waiters.load(Relaxed) > 0 {
-            let next = {
-                let mut waiting = queue.waiting.lock();
-                if waiting.is_empty() {
-                    return;
-                }
-                waiting.remove(0).ok()
-            };
-            let Some(index) = next else {
+        loop {
+            // Pairs with itself: a completion that returned space (`release`) and one that
+            // added a waiter (`wait_for_space`) both fence between their write and this
+            // read, so at least one of them sees the other's.
+            fence(SeqCst);
+            if self.waiters.load(Relaxed) == 0 {
+                return;
+            }
+            let Some(index) = queue.waiting.lock().pop_front() else {
                 return;
             };
-            self.waiters.fetch_sub(1, Relaxed);
             let rsp = &self.rsps[index as usize];
-            if !self.execute(rsp) {
-                let _ = queue.waiting.lock().insert_within_capacity(0, index);
-                self.waiters.fetch_add(1, Relaxed);
+            // SAFETY: off the list, the waiting command's slot is ours until it runs.
+            let needed = unsafe { rsp.state() }.send_wrs();
+            if self.execute(rsp) {
+                self.waiters.fetch_sub(1, Relaxed);
+                continue;
+            }
+            // Still no room: back to the front, still counted in `waiters`.
+            if !queue.waiting.lock().push_front(index) {
+                self.waiters.fetch_sub(1, Relaxed);
+                self.abandon(rsp);
+                return;
+            }
+            // A completion that returned space while the command was off the list found
+            // the list empty and left; its space is visible now that the push took the
+            // lock after it: look again.
+            fence(SeqCst);
+            if self.sq_wr_avail.load(Relaxed) < needed {
                 return;
             }
         }
     }
 
     /// At release, before the nvmet core waits for the queue's requests: ends the commands
-    /// still waiting for send queue space (nothing will free space for them any more).
+    /// still waiting for send queue space (nothing will free space for them any more) and
+    /// closes the wait list, so that a command that would wait later ends at once.
     pub(crate) fn abandon_waiting(&self, queue: &Queue) {
         loop {
-            let next = queue.waiting.lock().pop();
+            let next = queue.waiting.lock().close_and_pop();
             let Some(index) = next else {
                 return;
             };
             self.waiters.fetch_sub(1, Relaxed);
-            let rsp = &self.rsps[index as usize];
-            // SAFETY: a waiting command's slot is its own; off the list, nobody else
-            // takes it.
-            let state = unsafe { rsp.state() };
-            self.free_data(rsp, state);
-            self.return_recv(state);
-            // SAFETY: the request was initialised and never executed: it ends here.
-            unsafe { bindings::nvmet_req_uninit(rsp.req()) };
-            state.in_use = false;
+            self.abandon(&self.rsps[index as usize]);
         }
+    }
+
+    /// Ends a command that was mapped but never executed, on a queue that is going.
+    fn abandon(&self, rsp: &RspSlot) {
+        // SAFETY: a command off the wait list, or refused by it, is its slot's only user.
+        let state = unsafe { rsp.state() };
+        self.free_data(rsp, state);
+        self.return_recv(state);
+        // SAFETY: the request was initialised and never executed: it ends here.
+        unsafe { bindings::nvmet_req_uninit(rsp.req()) };
+        state.in_use = false;
     }
 
     /// After the queue was drained: frees what commands that never completed still hold.
@@ -1030,7 +1073,7 @@ pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
             pr_err!("cannot post a response; ending the queue\n");
             // The send queue space goes back (atomically: any context); the slot's data is
             // reclaimed when the queue is released.
-            io.sq_wr_avail.fetch_add(1 + state.n_rdma as i32, Relaxed);
+            io.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
             state.n_rdma = 0;
             queue.close(c"send post failure");
         }

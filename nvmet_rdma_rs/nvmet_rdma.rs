@@ -17,6 +17,7 @@ mod port;
 mod protection;
 mod queue;
 mod recv;
+mod send_wait;
 mod srq;
 mod target;
 mod wire;

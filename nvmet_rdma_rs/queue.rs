@@ -15,6 +15,7 @@ use crate::rdma::{
     CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, Pd, PollContext, QpCaps,
     SocketAddr,
 };
+use crate::send_wait::SendWaitList;
 use crate::wire::ConnectData;
 use core::sync::atomic::{
     fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8,
@@ -94,9 +95,9 @@ pub(crate) struct Queue {
     /// Response slots not in use.
     #[pin]
     pub(crate) free: SpinLock<KVec<u32>>,
-    /// Response slots waiting for send queue space, oldest first.
+    /// Response slots waiting for send queue space.
     #[pin]
-    pub(crate) waiting: SpinLock<KVec<u32>>,
+    pub(crate) waiting: SpinLock<SendWaitList>,
     /// Commands that found every response slot busy, oldest first, as (receive slot,
     /// bytes received): the next slot freed starts one; the release discards what is
     /// left.
@@ -148,7 +149,7 @@ impl Queue {
                 id <- new_mutex!(None),
                 io: SetOnce::new(),
                 free <- new_spinlock!(KVec::new()),
-                waiting <- new_spinlock!(KVec::new()),
+                waiting <- new_spinlock!(SendWaitList::new()),
                 parked <- new_spinlock!(KVec::new()),
                 parked_n: AtomicU32::new(0),
                 depth_exceeded: AtomicBool::new(false),
@@ -391,7 +392,7 @@ impl Queue {
         for slot in (0..io.response_slots()).rev() {
             free.push(slot, GFP_KERNEL)?;
         }
-        let mut waiting = KVec::with_capacity(slots, GFP_KERNEL)?;
+        let mut waiting = SendWaitList::with_capacity(slots)?;
         // (at most one parked command per receive the host may have outstanding)
         let mut parked = KVec::with_capacity(data.recv_queue_size as usize, GFP_KERNEL)?;
         // The lists keep their capacity: completions never allocate.
