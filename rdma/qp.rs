@@ -560,8 +560,10 @@ fn sge(local: &Local<'_>) -> bindings::ib_sge {
     }
 }
 
-/// Leaks a new record for a work request about to be posted. Atomic allocation: posts
-/// may come from completion callbacks in softirq context.
+/// Allocates the record of a work request about to be posted and puts it on the QP's
+/// list, which owns it from then on: its completion, a refused post (`finish_post`) or
+/// the QP's end frees it. Atomic allocation: posts may come from completion callbacks in
+/// softirq context.
 fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
     records: &QpRecords,
     on_done: F,
