@@ -258,8 +258,21 @@ impl Session {
         }
         link.id.connect(&[])?;
         this.wait_cm(CmEventKind::Established)?;
-        pr_info!("session {}: connected to {}\n", this.number, server);
         *this.link.lock() = Some(link);
+        // A disconnect or the device's removal that came after the establishment but
+        // before the link was stored found no link to release: release it now (the
+        // handler sets `disconnected` before it queues the work, so one of the two sees
+        // the link).
+        if this.inbox.lock().disconnected {
+            let _ = this.queue.queue().enqueue(this.clone());
+            pr_err!(
+                "session {}: connection to {} lost while connecting\n",
+                this.number,
+                server
+            );
+            return Err(code::enotconn());
+        }
+        pr_info!("session {}: connected to {}\n", this.number, server);
         Ok(())
     }
 
