@@ -13,6 +13,8 @@
 #   make check        the test suite (host checks, then VM tests); prints "N passed, N failed"
 #   make check-kasan  builds the KASAN kernel (clang-19), the modules against it with
 #                     make KDIR=, and runs the heaviest VM tests on it
+#   make check-faults the fault-injection sweep (failslab, fail_page_alloc on the modules'
+#                     allocations); prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
 #   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side
@@ -34,7 +36,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 KBUILD_ENV = KDIR="$(KDIR)" CLIPPY="$(CLIPPY)" INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
 	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)"
 
-.PHONY: all modules modules_install setup kernel demo check check-kasan bench bench-profile fuzz hostile-random fmt fmt-check clean
+.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults bench bench-profile fuzz hostile-random fmt fmt-check clean
 
 all: modules
 
@@ -58,6 +60,9 @@ check:
 
 check-kasan:
 	$(SCRIPTS)/check-kasan.sh
+
+check-faults:
+	$(SCRIPTS)/check-faults.sh
 
 bench:
 	$(SCRIPTS)/bench.sh
