@@ -21,9 +21,11 @@
 //!    WRITEs go alone, and the SEND follows once their completion showed the PI intact;
 //! 5. the SEND completes → the slot's resources are released and the slot is free again.
 //!
-//! All callbacks of a queue's CQ run one at a time on the RDMA core's workqueue; only
-//! [`queue_response`] may run elsewhere (a backend's completion interrupt), so it takes no
-//! lock.
+//! A queue's CQ callbacks run on the RDMA core's workqueue, one at a time except while an
+//! SRQ is drained (the drain polls the shared CQ directly, beside the worker): the lists
+//! slots pass through are locked and the lock-free checks fenced for that.
+//! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
+//! takes no lock.
 
 use crate::queue::{Parked, Queue};
 use crate::rdma::{bindings, signature, CmId, Device, DmaBuf};
@@ -714,9 +716,10 @@ impl Io {
         let state = unsafe { rsp.state() };
         self.free_data(rsp, state);
         self.return_recv(state);
-        // SAFETY: the request was initialised and never executed: it ends here.
-        unsafe { bindings::nvmet_req_uninit(rsp.req()) };
         state.in_use = false;
+        // SAFETY: the request was initialised and never executed: it ends here. (Last: it
+        // may drop the SQ's last reference, after which the release can reclaim the slots.)
+        unsafe { bindings::nvmet_req_uninit(rsp.req()) };
     }
 
     /// After the queue was drained: frees what commands that never completed still hold.

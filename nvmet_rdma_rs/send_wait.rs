@@ -13,8 +13,8 @@ use kernel::prelude::*;
 ///
 /// # Invariants
 ///
-/// Once `closed`, `slots` stays empty: no slot can be added after the release took the
-/// last one.
+/// Once `closed`, no slot is added: the release takes what is left, one slot at a time,
+/// and a command that would wait after that is refused (its caller ends it).
 pub(crate) struct SendWaitList {
     slots: KVec<u32>,
     closed: bool,
@@ -59,8 +59,7 @@ impl SendWaitList {
 
     /// Closes the list and takes a slot left on it, if any.
     pub(crate) fn close_and_pop(&mut self) -> Option<u32> {
-        // INVARIANT: from here on the pushes refuse; this empties the list one slot per
-        // call.
+        // INVARIANT: from here on the pushes refuse.
         self.closed = true;
         self.slots.pop()
     }

@@ -260,11 +260,16 @@ impl Session {
         this.wait_cm(CmEventKind::Established)?;
         *this.link.lock() = Some(link);
         // A disconnect or the device's removal that came after the establishment but
-        // before the link was stored found no link to release: release it now (the
-        // handler sets `disconnected` before it queues the work, so one of the two sees
-        // the link).
+        // before the link was stored found no link to release: release it here (the
+        // handler sets `disconnected` before it queues its work, so the work or this
+        // takes the link; here, not through the work, so that a late run of the work
+        // cannot take the next connection's link).
         if this.inbox.lock().disconnected {
-            let _ = this.queue.queue().enqueue(this.clone());
+            let link = this.link.lock().take();
+            if link.is_some() {
+                this.wait_closed();
+            }
+            drop(link);
             pr_err!(
                 "session {}: connection to {} lost while connecting\n",
                 this.number,
