@@ -280,9 +280,20 @@ impl CmHandler for Listener {
                 return;
             }
         };
-        if let Err(e) = Queue::start(port, data, request) {
-            pr_err!("port {}: cannot take a connection: {:?}\n", port.id, e);
-            port.stats.rejects.fetch_add(1, Relaxed);
+        match Queue::start(port, data, request) {
+            Ok(()) => {}
+            Err(e) if e == ENODEV => {
+                // (a host reconnecting while the device's removal ends its queues)
+                pr_info!(
+                    "port {}: refusing a connection: its device is going away\n",
+                    port.id
+                );
+                port.stats.rejects.fetch_add(1, Relaxed);
+            }
+            Err(e) => {
+                pr_err!("port {}: cannot take a connection: {:?}\n", port.id, e);
+                port.stats.rejects.fetch_add(1, Relaxed);
+            }
         }
     }
 }

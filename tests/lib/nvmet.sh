@@ -458,11 +458,88 @@ host_lost() {
 	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
 }
 
+# removal_during_reconnect TRANSPORT_MODULE: (g) the device goes while its host reconnects
+# into the removal (issue 14 finding 1). The RDMA core removes its clients last in, first
+# out, and nvmet_load loads nvme-rdma first, so the target's removal runs while the host
+# still has the device, and the host (reconnect delay 1 s) reconnects into it. Commands
+# in flight on a slow namespace (null_blk completing after 5 s) keep the removal waiting
+# for its queues' release, so the reconnects land inside that wait. The removal must not
+# wait for a queue that came after it started: `rdma link delete` returns within 30 s,
+# ours says it refused a connection because the device was going away, and once the
+# device is back the host reads back intact what was acknowledged before.
+removal_during_reconnect() {
+	local transport=$1 slow=/sys/kernel/config/nullb/nullb_slow ctrl dev slowdev fio_pid pid t0
+	local ns2="$NVMET/subsystems/$NQN/namespaces/2"
+	mkdir "$slow"
+	echo 2 >"$slow/irqmode"
+	echo 8000000000 >"$slow/completion_nsec"
+	echo 1 >"$slow/memory_backed"
+	echo 64 >"$slow/size"
+	echo 1 >"$slow/power"
+	# (a null_blk made through configfs is named after its directory)
+	wait_until 10 test -b /dev/nullb_slow
+	nvmet_namespace "$NQN" 2 /dev/nullb_slow
+	dev=$(host_connect "$RRS_IP4_A" 4420 --reconnect-delay=1 --ctrl-loss-tmo=120 --nr-io-queues=2)
+	ctrl=$(host_ctrl "$NQN")
+	wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 2 >/dev/null"
+	slowdev=$(ns_dev "$ctrl" 2)
+	wait_until 10 test -b "$slowdev"
+	fio --name=slow --filename="$slowdev" --ioengine=libaio --direct=1 --allow_file_create=0 --rw=randread \
+		--bs=4k --iodepth=8 --time_based --runtime=10 --output=/dev/null >/dev/null 2>&1 &
+	fio_pid=$!
+	# (fio takes seconds to start under TCG: the removal starts once its first reads are
+	# in flight, each for 8 s, so the queues' release waits for them several seconds)
+	wait_until 30 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -gt 0 ]"
+	t0=$SECONDS
+	rdma link delete rxe0 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		((SECONDS - t0 < 30)) || fail "rdma link delete has not returned after 30 s (does the removal wait for a queue that came after it started?)"
+		sleep 0.2
+	done
+	wait "$pid" || fail "rdma link delete failed"
+	echo "rdma link delete returned after $((SECONDS - t0)) s"
+	wait_until 10 test ! -e /sys/class/infiniband/rxe0
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		assert_dmesg "nvmet_rdma_rs: port 1: refusing a connection: its device is going away" \
+			"no reconnect landed inside the removal: the test did not reach the case it is for"
+		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
+	fi
+
+	# The device comes back; the host, still reconnecting (its reads held), finds the
+	# port again (ours repairs its listener; the C transport's port stays deaf after
+	# DEVICE_REMOVAL until re-enabled).
+	rdma_link_add rxe0 rxe veth0
+	if [ "$transport" != nvmet_rdma_rs ]; then
+		nvmet_unlink 1 "$NQN"
+		nvmet_link 1 "$NQN"
+	fi
+	if compgen -G "/sys/class/nvme/nvme*" >/dev/null; then
+		wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
+		ctrl=$(host_ctrl "$NQN")
+		wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 1 >/dev/null"
+		dev=$(ns_dev "$ctrl" 1)
+		wait_until 10 test -b "$dev"
+	else
+		# (the host's own removal deleted its controller)
+		wait_until 40 bash -c "nvme discover -t rdma -a $RRS_IP4_A -s 4420 >/dev/null 2>&1"
+		dev=$(host_connect "$RRS_IP4_A" 4420)
+	fi
+	# (fio's reads complete or fail with the reconnect; either is fine)
+	wait "$fio_pid" || true
+	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
+	host_disconnect
+	echo 0 >"$ns2/enable"
+	rmdir "$ns2"
+	echo 0 >"$slow/power"
+	rmdir "$slow"
+}
+
 # nvmet_teardown_test TRANSPORT_MODULE: teardown under verified load, one after the other on
 # one target: (a) the host disconnects, (b) the port is unlinked from the subsystem, (c)
 # the port is removed, (e) the namespace is disabled, (d) the rxe device goes away
-# (`rdma link delete`) and comes back, (f) a second port's address moves to another MAC
-# (bond failover: ADDR_CHANGE). Each time the target's queues end, the host sees
+# (`rdma link delete`) and comes back, (g) the same while the host reconnects into the
+# removal, (f) a second port's address moves to another MAC (bond failover: ADDR_CHANGE). Each time the target's queues end, the host sees
 # errors or reconnects, and what was acknowledged before is read back intact. Then the
 # transport unloads and nothing leaked.
 nvmet_teardown_test() {
@@ -554,6 +631,9 @@ nvmet_teardown_test() {
 	step "what was acknowledged before the removal is intact"
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 	host_disconnect
+
+	step "(g) the device goes while its host reconnects into the removal, commands in flight"
+	removal_during_reconnect "$transport"
 
 	step "(f) the address of a port with a live host moves to another MAC (ADDR_CHANGE)"
 	# An rxe device on an active-backup bond; the failover changes the bond's MAC, and
