@@ -10,12 +10,8 @@
 
 phases=()
 for arg in "$@"; do
+	fi_option "$arg" && continue
 	case $arg in
-	max=*) FI_MAX_CASES=${arg#max=} ;;
-	pmax=*) FI_MAX_PAGE_CASES=${arg#pmax=} ;;
-	dense=*) FI_DENSE=${arg#dense=} ;;
-	ks=*) FI_KS=${arg#ks=} FI_KS=${FI_KS//:/ } ;;
-	stacks) FI_VERBOSE=2 ;;
 	server-load | client-load | connect | send | ping | device-removal | unload) phases+=("$arg") ;;
 	*) fail "unknown phase or option $arg" ;;
 	esac

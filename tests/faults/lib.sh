@@ -504,6 +504,19 @@ fi_kmemleak() {
 	echo clear >/sys/kernel/debug/kmemleak
 }
 
+# fi_option ARG: takes a sweep option (max=N pmax=N dense=N ks=K:K:... stacks, see
+# tests/faults/nvmet-sweep.sh); fails if ARG is not one.
+fi_option() {
+	case $1 in
+	max=*) FI_MAX_CASES=${1#max=} ;;
+	pmax=*) FI_MAX_PAGE_CASES=${1#pmax=} ;;
+	dense=*) FI_DENSE=${1#dense=} ;;
+	ks=*) FI_KS=${1#ks=} FI_KS=${FI_KS//:/ } ;;
+	stacks) FI_VERBOSE=2 ;;
+	*) return 1 ;;
+	esac
+}
+
 # fi_summary: one line per phase and the totals.
 fi_summary() {
 	local p
