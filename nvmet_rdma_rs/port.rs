@@ -280,19 +280,16 @@ impl CmHandler for Listener {
                 return;
             }
         };
-        match Queue::start(port, data, request) {
-            Ok(()) => {}
-            Err(e) if e == ENODEV => {
+        if let Err(e) = Queue::start(port, data, request) {
+            port.stats.rejects.fetch_add(1, Relaxed);
+            if e == ENODEV {
                 // (a host reconnecting while the device's removal ends its queues)
                 pr_info!(
                     "port {}: refusing a connection: its device is going away\n",
                     port.id
                 );
-                port.stats.rejects.fetch_add(1, Relaxed);
-            }
-            Err(e) => {
+            } else {
                 pr_err!("port {}: cannot take a connection: {:?}\n", port.id, e);
-                port.stats.rejects.fetch_add(1, Relaxed);
             }
         }
     }
