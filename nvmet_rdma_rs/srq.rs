@@ -50,7 +50,7 @@ impl SrqSet {
         }
         let count = device.completion_vectors().min(max_srq);
         let size = (srq_size.get() as u32).min(max_srq_wr);
-        let pd = Arc::new(Pd::new(device, false)?, GFP_KERNEL)?;
+        let pd = Pd::new(device, false)?;
         let sges = if inline_size > 0 { 2 } else { 1 };
         for _ in 0..count {
             let srq = Arc::new(Srq::new(&pd, size, sges)?, GFP_KERNEL)?;

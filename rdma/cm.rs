@@ -304,7 +304,9 @@ impl QpCaps {
 /// The verbs objects under a CM id's QP, freed after the QP (field order matters).
 struct Verbs {
     cq: Cq,
-    pd: QpPd,
+    /// The QP's PD: its own, or the one of the SRQ it shares with other QPs. MRs on it
+    /// hold a reference too, so it outlives them even when the QP goes first.
+    pd: Arc<Pd>,
     /// The SRQ the QP receives from, if any (kept alive until the QP is gone).
     srq: Option<Arc<Srq>>,
     /// The QP was drained: once is enough, and on an SRQ a second `ib_drain_qp` would
@@ -330,21 +332,6 @@ impl Verbs {
             self.records.close();
             // SAFETY: see the function's safety section.
             unsafe { bindings::ib_drain_qp((*id).qp) };
-        }
-    }
-}
-
-/// The PD under a QP: its own, or the one of the SRQ it shares with other QPs.
-enum QpPd {
-    Own(Pd),
-    Shared(Arc<Pd>),
-}
-
-impl QpPd {
-    fn get(&self) -> &Pd {
-        match self {
-            Self::Own(pd) => pd,
-            Self::Shared(pd) => pd,
         }
     }
 }
@@ -459,11 +446,11 @@ impl<T: CmHandler> CmId<T> {
     /// bound to a device yet.
     pub(crate) fn create_qp(
         &mut self,
-        pd: Pd,
+        pd: Arc<Pd>,
         caps: QpCaps,
         poll: super::PollContext,
     ) -> Result<u32> {
-        self.create_qp_with(QpPd::Own(pd), None, caps, poll)
+        self.create_qp_with(pd, None, caps, poll)
     }
 
     /// As [`CmId::create_qp`], for a QP whose receives come from `srq` (and which shares
@@ -475,13 +462,12 @@ impl<T: CmHandler> CmId<T> {
         caps: QpCaps,
         poll: super::PollContext,
     ) -> Result<u32> {
-        let pd = QpPd::Shared(srq.pd().clone());
-        self.create_qp_with(pd, Some(srq.clone()), caps, poll)
+        self.create_qp_with(srq.pd().clone(), Some(srq.clone()), caps, poll)
     }
 
     fn create_qp_with(
         &mut self,
-        pd: QpPd,
+        pd: Arc<Pd>,
         srq: Option<Arc<Srq>>,
         caps: QpCaps,
         poll: super::PollContext,
@@ -551,7 +537,7 @@ impl<T: CmHandler> CmId<T> {
             // is valid for the call. The QP's context is the id, which outlives the QP
             // (`Drop` destroys the QP first).
             // (An SRQ belongs to the PD given here: `create_qp_on_srq` passes the SRQ's.)
-            to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.get().as_raw(), attr) })
+            to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.as_raw(), attr) })
         };
         if let Err(error) = create(&mut attr) {
             if caps.inline_data == 0 || error != EINVAL {
@@ -661,8 +647,8 @@ impl<T: CmHandler> CmId<T> {
     }
 
     /// The PD under the QP, once created.
-    pub(crate) fn pd(&self) -> Option<&Pd> {
-        self.verbs.as_ref().map(|verbs| verbs.pd.get())
+    pub(crate) fn pd(&self) -> Option<&Arc<Pd>> {
+        self.verbs.as_ref().map(|verbs| &verbs.pd)
     }
 
     fn conn_param(&self, private_data: &[u8]) -> Result<bindings::rdma_conn_param> {

@@ -24,6 +24,7 @@ pub(crate) mod bindings;
 pub(crate) mod client;
 pub(crate) mod cm;
 pub(crate) mod cq;
+pub(crate) mod debugfs_check;
 pub(crate) mod device;
 pub(crate) mod device_log;
 pub(crate) mod dma;

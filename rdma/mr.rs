@@ -37,9 +37,11 @@ pub(crate) struct Mr(Arc<Region>);
 
 /// # Invariants
 ///
-/// `mr` came from `ib_alloc_mr` and is deregistered only in `Drop`.
+/// `mr` came from `ib_alloc_mr` on `pd` and is deregistered only in `Drop`, before `pd`
+/// is released (fields drop after `drop`).
 struct Region {
     mr: NonNull<bindings::ib_mr>,
+    _pd: Arc<Pd>,
     max_pages: u32,
     state: AtomicU8,
     mapped_len: core::sync::atomic::AtomicU32,
@@ -51,8 +53,9 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Mr {
-    /// Allocates an MR on `pd` that can map up to `max_pages` pages.
-    pub(crate) fn new(pd: &Pd, max_pages: u32) -> Result<Self> {
+    /// Allocates an MR on `pd` that can map up to `max_pages` pages. The MR keeps `pd`
+    /// alive: a PD freed under a live MR is a leak the device warns about.
+    pub(crate) fn new(pd: &Arc<Pd>, max_pages: u32) -> Result<Self> {
         // SAFETY: `pd` is live for the call.
         let mr = unsafe {
             bindings::ib_alloc_mr(
@@ -64,6 +67,7 @@ impl Mr {
         let mr = super::from_err_ptr(mr)?;
         let region = Region {
             mr,
+            _pd: pd.clone(),
             max_pages,
             state: AtomicU8::new(INVALID),
             mapped_len: core::sync::atomic::AtomicU32::new(0),

@@ -4,9 +4,10 @@
 
 use super::{bindings, Device};
 use core::ptr::NonNull;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
-/// An owned protection domain; deallocated on drop.
+/// An owned protection domain; deallocated on drop. It is shared ([`Arc`]): the QP on it
+/// and every MR allocated on it hold a reference, so it goes last.
 ///
 /// # Invariants
 ///
@@ -23,7 +24,7 @@ unsafe impl Sync for Pd {}
 impl Pd {
     /// Allocates a PD on `device`. With `global_rkey`, the PD also gets the device-wide
     /// DMA rkey (`IB_PD_UNSAFE_GLOBAL_RKEY`) that krping's `mem_mode=dma` advertises.
-    pub(crate) fn new(device: &Device, global_rkey: bool) -> Result<Self> {
+    pub(crate) fn new(device: &Device, global_rkey: bool) -> Result<Arc<Self>> {
         let flags = if global_rkey {
             bindings::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY
         } else {
@@ -35,7 +36,8 @@ impl Pd {
             bindings::__ib_alloc_pd(device.as_raw(), flags, crate::MODULE_NAME.as_char_ptr())
         };
         let pd = super::from_err_ptr(pd)?;
-        Ok(Self { pd })
+        // A failed `Arc` allocation drops the `Pd`, which deallocates the PD.
+        Ok(Arc::new(Self { pd }, GFP_KERNEL)?)
     }
 
     /// The raw pointer, for the layer's calls into the RDMA core.
@@ -59,8 +61,8 @@ impl Pd {
 
 impl Drop for Pd {
     fn drop(&mut self) {
-        // SAFETY: by the type invariant the PD is live; users (QPs, MRs) hold it borrowed
-        // or are dropped first, so nothing uses it any more.
+        // SAFETY: by the type invariant the PD is live; its users (QPs, SRQs, MRs) each
+        // hold a reference, so the last of them is gone and nothing uses it any more.
         unsafe { bindings::rdma_rs_ib_dealloc_pd(self.as_raw()) };
     }
 }

@@ -291,7 +291,7 @@ impl Connection {
             Some(device) => device,
             None => return Err((ENODEV, id)),
         };
-        let buffers = (|| -> Result<(Pd, DmaBuf, DmaBuf, DmaBuf)> {
+        let buffers = (|| -> Result<(Arc<Pd>, DmaBuf, DmaBuf, DmaBuf)> {
             Ok((
                 Pd::new(device, false)?,
                 DmaBuf::new(device, RECV_SLOTS * SLOT_SIZE)?,
