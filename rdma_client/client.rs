@@ -25,7 +25,7 @@ use kernel::{
     sync::Arc,
     uaccess::UserSliceReader,
 };
-use rdma::{ClientRegistration, DeviceLog, SocketAddr, DEVICE_LOG};
+use rdma::{debugfs_check, ClientRegistration, DeviceLog, SocketAddr, DEVICE_LOG};
 use session::Session;
 
 module! {
@@ -123,6 +123,9 @@ fn write_send(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
     Session::send(session, &input[..len])
 }
 
+/// The module's debugfs directory.
+const DIR_NAME: &CStr = c"rdma_demo";
+
 /// The most sessions one module instance runs.
 const MAX_SESSIONS: u32 = 16;
 
@@ -139,10 +142,11 @@ impl SessionFiles {
     /// first, in a `session<number>` subdirectory of it) and connects it if `server` is set.
     fn new(dir: &Dir, number: u32) -> Result<Self> {
         let session = Session::new(number)?;
-        let subdir = match number {
+        let subdir_name = match number {
             0 => None,
-            n => Some(dir.subdir(&CString::try_from_fmt(fmt!("session{}", n))?)),
+            n => Some(CString::try_from_fmt(fmt!("session{}", n))?),
         };
+        let subdir = subdir_name.as_ref().map(|name| dir.subdir(name));
         let parent = subdir.as_ref().unwrap_or(dir);
         let mut files = KVec::with_capacity(6, GFP_KERNEL)?;
         let ctl = parent.write_callback_file(c"ctl", session.clone(), &write_ctl);
@@ -162,6 +166,7 @@ impl SessionFiles {
         files.push(KBox::pin_init(reply, GFP_KERNEL)?, GFP_KERNEL)?;
         let stats = parent.read_callback_file(c"stats", session.clone(), &Session::show_stats);
         files.push(KBox::pin_init(stats, GFP_KERNEL)?, GFP_KERNEL)?;
+        check_files(subdir_name.as_deref())?;
         if !server.value().is_empty() {
             let address = server_address()?;
             if let Err(e) = Session::connect(&session, &address, global_rkey()) {
@@ -179,6 +184,31 @@ impl SessionFiles {
             session,
         })
     }
+}
+
+/// The files of a session, as [`SessionFiles::new`] creates them.
+const SESSION_FILES: [&CStr; 6] = [c"ctl", c"send", c"ping", c"bench", c"reply", c"stats"];
+
+/// Fails with `ENOMEM` and one log line if a file of the session in `rdma_demo/`
+/// (`subdir` of it, for sessions other than the first) is missing: the debugfs API does
+/// not report a failed creation, and the files are the module's only interface.
+fn check_files(subdir: Option<&CStr>) -> Result {
+    for name in SESSION_FILES {
+        let found = match subdir {
+            None => debugfs_check::exists(&[DIR_NAME, name]),
+            Some(subdir) => debugfs_check::exists(&[DIR_NAME, subdir, name]),
+        };
+        if !found {
+            pr_err!(
+                "cannot create debugfs file rdma_demo/{}{}{} (out of memory, or debugfs is off)\n",
+                subdir.and_then(|s| s.to_str().ok()).unwrap_or(""),
+                if subdir.is_some() { "/" } else { "" },
+                name.to_str().unwrap_or("?")
+            );
+            return Err(ENOMEM);
+        }
+    }
+    Ok(())
 }
 
 impl Drop for SessionFiles {
@@ -205,7 +235,7 @@ impl kernel::Module for RdmaClient {
             server_address()?;
         }
         let devices = DEVICE_LOG.register()?;
-        let dir = Dir::new(c"rdma_demo");
+        let dir = Dir::new(DIR_NAME);
         let mut sessions = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for number in 0..count {
             sessions.push(SessionFiles::new(&dir, number)?, GFP_KERNEL)?;
