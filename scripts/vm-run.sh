@@ -76,7 +76,7 @@ esac
 
 # Unknown key=value kernel parameters become the environment of init.
 cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
-cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1"
+cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1 log_buf_len=16M"
 cmdline+=" RRS_REPO=$REPO_ROOT RRS_TEST_NAME=$name RRS_ACCEL=$accel"
 [ "$modtree" = "$kbuild/modroot" ] || cmdline+=" RRS_MODULES=installed"
 [ $# -eq 0 ] || cmdline+=" RRS_ARGS=$(IFS=,; echo "$*")"

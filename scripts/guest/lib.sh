@@ -13,14 +13,35 @@ RRS_IP4_BOND=10.79.0.1
 step() { echo "--- $*"; echo "rrs: step: $*" >/dev/kmsg; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# assert_dmesg REGEX [MESSAGE]: the kernel log has a line matching REGEX.
-assert_dmesg() {
-	dmesg | grep -Eq -- "$1" || { dmesg | tail -n 30; fail "${2:-kernel log has no line matching: $1}"; }
+# body_start NAME: a test body (one of several a boot may run: tests/vm/nvmet-io.sh runs
+# one over rxe, then one over siw) starts here. Its log assertions see its own lines only:
+# body_dmesg prints the kernel log from this mark on, so a line the body expects cannot
+# come from an earlier body. (The kernel's log buffer is large enough for a whole boot:
+# vm-run.sh sets log_buf_len.)
+RRS_BODY_MARK=
+RRS_BODIES=0
+body_start() {
+	RRS_BODIES=$((RRS_BODIES + 1))
+	RRS_BODY_MARK="rrs: body $RRS_BODIES: $*"
+	echo "$RRS_BODY_MARK" >/dev/kmsg
+	# (not found: the mark has been overwritten, which the buffer's size rules out)
+	dmesg | grep -F -- "$RRS_BODY_MARK" >/dev/null || fail "the kernel log lost the body mark"
 }
 
-# assert_no_dmesg REGEX [MESSAGE]
+# body_dmesg: the kernel log of the running body (the whole log if none was started).
+body_dmesg() {
+	dmesg | awk -v m="$RRS_BODY_MARK" 'm == "" || index($0, m) { on = 1 } on'
+}
+
+# assert_dmesg REGEX [MESSAGE]: the body's kernel log has a line matching REGEX.
+assert_dmesg() {
+	# (grep reads it all: with -q, an early exit would fail the pipe under pipefail)
+	body_dmesg | grep -E -- "$1" >/dev/null || { body_dmesg | tail -n 30; fail "${2:-kernel log has no line matching: $1}"; }
+}
+
+# assert_no_dmesg REGEX [MESSAGE]: the body's kernel log has no line matching REGEX.
 assert_no_dmesg() {
-	if dmesg | grep -E -- "$1"; then fail "${2:-kernel log unexpectedly matches: $1}"; fi
+	if body_dmesg | grep -E -- "$1"; then fail "${2:-kernel log unexpectedly matches: $1}"; fi
 }
 
 # wait_until SECONDS CMD...: polls CMD every 0.2 s until it succeeds.

@@ -5,6 +5,7 @@
 demo_ping_test() {
 	local provider=$1 ip=$RRS_IP4_A
 	local ping=/sys/kernel/debug/rdma_demo/ping
+	body_start "demo_ping_test $*"
 	kmemleak_start
 	veth_setup
 	rdma_link_add "${provider}0" "$provider" veth0
@@ -119,7 +120,7 @@ demo_ping_test() {
 	step "unload"
 	rmmod rdma_client
 	rmmod rdma_server
-	echo "second completions ignored on $(dmesg | grep -c "completed .* twice") connection(s), lost ones released on $(dmesg | grep -c "never completed") QP(s)"
+	echo "second completions ignored on $(body_dmesg | grep -c "completed .* twice") connection(s), lost ones released on $(body_dmesg | grep -c "never completed") QP(s)"
 	# Leaks first: a leaked buffer holds a device reference, and the deletion would wait
 	# for it for ever.
 	kmemleak_check

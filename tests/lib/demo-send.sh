@@ -5,6 +5,7 @@
 demo_send_test() {
 	local provider=$1 ip=$RRS_IP4_A netdev=veth0
 	local demo=/sys/kernel/debug/rdma_demo server_dir=/sys/kernel/debug/rdma_server
+	body_start "demo_send_test $*"
 	kmemleak_start
 	veth_setup
 	rdma_link_add "${provider}0" "$provider" "$netdev"

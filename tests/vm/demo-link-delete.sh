@@ -43,7 +43,7 @@ rdma_link_delete rxe1
 
 step "a server bound to the device's address: the link deletion does not wait for it"
 ip=$RRS_IP4_A
-dmesg -C # (this part's log assertions see this part's lines only)
+body_start "a server bound to the device's address" # (its assertions see its own lines)
 rdma_link_add rxe2 rxe veth0
 modprobe rdma_server addr="$ip"
 modprobe rdma_client server="$ip" unsafe_global_rkey=1
