@@ -172,11 +172,23 @@ fio_verify_only() {
 		--minimal "$@" >"/tmp/fio-$name-verify.out" 2>&1 || { cat "/tmp/fio-$name-verify.out"; fail "fio verify-only $name failed"; }
 }
 
+# block_roundtrip DEVICE BLOCK TAG: writes a 4 KiB block naming TAG to block BLOCK of
+# DEVICE and reads it back: the bytes must be the same (a read alone would pass on a
+# transport that moved no data).
+block_roundtrip() {
+	local dev=$1 block=$2 tag=$3
+	printf '%-4096s' "rrs block $block: $tag" >/tmp/block.out
+	dd if=/tmp/block.out of="$dev" bs=4k seek="$block" count=1 oflag=direct 2>/dev/null || fail "$tag: write failed"
+	dd if="$dev" of=/tmp/block.in bs=4k skip="$block" count=1 iflag=direct 2>/dev/null || fail "$tag: read failed"
+	cmp -s /tmp/block.out /tmp/block.in || fail "$tag: read back other bytes than it wrote"
+}
+
 # nvmet_io_test TRANSPORT_MODULE PROVIDER: the I/O suite over one RDMA provider.
 nvmet_io_test() {
 	local transport=$1 provider=$2 ip=$RRS_IP4_A
 	local prefix
 	prefix=$(log_prefix "$transport")
+	body_start "nvmet_io_test $*"
 	kmemleak_start
 	veth_setup
 	rdma_link_add "${provider}0" "$provider" veth0
@@ -287,6 +299,10 @@ nvmet_io_test() {
 		assert_no_dmesg "sent more commands than its queue depth"
 	fi
 	host_disconnect
+	# Both transports: the host never had to recover a controller in this body (a queue
+	# the target ended would be retried, and the verified I/O would still pass).
+	assert_no_dmesg "nvme nvme[0-9]+: (starting error recovery|Reconnecting in)" \
+		"the host recovered a controller during the I/O suite: the target ended a queue"
 
 	step "tear down and unload"
 	nvmet_clear
@@ -326,6 +342,7 @@ nvmet_lifecycle_test() {
 	local transport=$1 ip=$RRS_IP4_A ip6=$RRS_IP6_A cycles=${NVMET_CYCLES:-200}
 	local prefix
 	prefix=$(log_prefix "$transport")
+	body_start "nvmet_lifecycle_test $*"
 	kmemleak_start
 	nvmet_rxe_target "$transport"
 
@@ -341,7 +358,7 @@ nvmet_lifecycle_test() {
 			wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 1 >/dev/null"
 			dev=$(ns_dev "$ctrl" 1)
 			wait_until 10 test -b "$dev"
-			dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "cycle $i: no I/O"
+			block_roundtrip "$dev" "$((i % 256))" "cycle $i"
 		fi
 		fabrics_disconnect "$ctrl"
 	done
@@ -351,7 +368,7 @@ nvmet_lifecycle_test() {
 			{ cat /sys/kernel/debug/nvmet_rdma_rs/ports; fail "ports does not count $queues connections"; }
 	fi
 
-	step "16 hosts (own host NQN and ID each) connected at once, each one reads"
+	step "16 hosts (own host NQN and ID each) connected at once, each writes and reads back"
 	local h ctrls=()
 	queues=0
 	for ((h = 1; h <= 16; h++)); do
@@ -368,7 +385,7 @@ nvmet_lifecycle_test() {
 		wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 1 >/dev/null"
 		dev=$(ns_dev "$ctrl" 1)
 		wait_until 10 test -b "$dev"
-		dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "host $h ($ctrl): no I/O"
+		block_roundtrip "$dev" "$((256 + h))" "host $h ($ctrl)"
 	done
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		[ "$(grep -c qid /sys/kernel/debug/nvmet_rdma_rs/queues)" = "$queues" ] ||
@@ -402,7 +419,7 @@ nvmet_lifecycle_test() {
 	nvme discover -t rdma -a "$ip" -s 4423 >/tmp/discover4.out || fail "discover on the wildcard port failed"
 	grep -A10 "portid: *4$" /tmp/discover4.out | grep -q "traddr: *$ip$" || { cat /tmp/discover4.out; fail "wildcard port's entry does not name $ip"; }
 	dev=$(host_connect "$ip" 4423)
-	dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null || fail "no I/O through the wildcard port"
+	block_roundtrip "$dev" 300 "the wildcard port"
 	host_disconnect
 	nvmet_unlink 4 "$NQN"
 	rmdir "$NVMET/ports/4"
@@ -430,27 +447,43 @@ nvmet_lifecycle_test() {
 # load_start DEVICE: verified random writes to [16 MiB, 32 MiB) of DEVICE for up to 15 s
 # in the background (checked as they go, so a lost acknowledged write shows). fio must
 # not create files: when the device node goes, it would re-open its path between passes
-# and carry on in a file of the same name.
+# and carry on in a file of the same name. Returns once the device has completed writes
+# of the load (fio takes seconds to start under TCG), so the event that follows meets
+# I/O in flight.
 load_start() {
+	local stat=/sys/block/${1#/dev/}/stat before
+	before=$(awk '{print $5}' "$stat")
 	fio --name=load --filename="$1" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
 		--iodepth=16 --offset=16M --size=16M --verify=crc32c --verify_backlog=64 \
 		--verify_fatal=1 --time_based --runtime=15 --allow_file_create=0 \
 		--output=/tmp/fio-load.out >/dev/null 2>&1 &
 	LOAD_PID=$!
-	sleep 3
+	wait_until 20 bash -c "[ \$(awk '{print \$5}' $stat) -gt $before ]"
+	sleep 1
 }
 
-# load_end failed|any: waits for the load; "failed" insists that it saw I/O errors. Either
-# way, a verify mismatch (data acknowledged and then not read back) fails the test.
+# load_end clean|failed: waits for the load. It must have written (it reached the device
+# before the event), must not have read back anything but what it wrote, and must have
+# ended as asked: "clean" without an error (the host held its I/O over the event and
+# reconnected), "failed" with an I/O error reported by fio, not a failure to start.
 load_end() {
-	local rc=0
+	local rc=0 writes
 	wait "$LOAD_PID" || rc=$?
 	if grep -Eiq "verify.*(fail|bad)|bad magic|bad header" /tmp/fio-load.out; then
 		cat /tmp/fio-load.out
 		fail "the load read back something other than what it wrote"
 	fi
-	[ "$1" = failed ] && [ "$rc" = 0 ] && fail "the load saw no I/O error"
-	echo "load ended with status $rc"
+	writes=$(sed -nE 's/.*issued rwts: total=[0-9]+,([0-9]+),.*/\1/p' /tmp/fio-load.out | head -1)
+	[ "${writes:-0}" -gt 0 ] || { cat /tmp/fio-load.out; fail "the load wrote nothing: it never reached the device"; }
+	case $1 in
+	clean) [ "$rc" = 0 ] || { cat /tmp/fio-load.out; fail "the load saw an error the host should have held over"; } ;;
+	failed)
+		[ "$rc" != 0 ] || fail "the load saw no I/O error"
+		grep -Eq "err= *[1-9]" /tmp/fio-load.out || { cat /tmp/fio-load.out; fail "the load failed without an I/O error"; }
+		;;
+	*) fail "load_end $1?" ;;
+	esac
+	echo "load ended with status $rc after $writes writes"
 }
 
 # host_lost: waits until the host controller of $NQN has left the live state.
@@ -543,8 +576,9 @@ removal_during_reconnect() {
 # errors or reconnects, and what was acknowledged before is read back intact. Then the
 # transport unloads and nothing leaked.
 nvmet_teardown_test() {
-	local transport=$1 dev fio_pid probe ns="$NVMET/subsystems/$NQN/namespaces/1"
+	local transport=$1 dev probe ns="$NVMET/subsystems/$NQN/namespaces/1"
 	local reconnect=(--reconnect-delay=1 --ctrl-loss-tmo=120)
+	body_start "nvmet_teardown_test $*"
 	kmemleak_start
 	nvmet_rxe_target "$transport"
 	dev=$(host_connect "$RRS_IP4_A" 4420 "${reconnect[@]}")
@@ -567,7 +601,7 @@ nvmet_teardown_test() {
 	[ "$transport" = nvmet_rdma_rs ] && wait_until 20 sh -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
 	nvmet_link 1 "$NQN"
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
-	load_end any
+	load_end clean
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(c) the port is removed under load; made again, the host is back"
@@ -579,7 +613,7 @@ nvmet_teardown_test() {
 	nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
 	nvmet_link 1 "$NQN"
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
-	load_end any
+	load_end clean
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(e) the namespace is disabled under load; enabled again, the host finds it again"
@@ -594,15 +628,12 @@ nvmet_teardown_test() {
 	nvmet_assert_idle "$transport"
 	dev=$(host_connect "$RRS_IP4_A" 4420)
 
-	step "(d) rdma link delete under the live port, its queues and running I/O"
-	fio --name=under-removal --filename="$dev" --ioengine=libaio --direct=1 --allow_file_create=0 --rw=randread \
-		--bs=4k --iodepth=16 --time_based --runtime=60 --output=/dev/null >/dev/null 2>&1 &
-	fio_pid=$!
-	sleep 3
+	step "(d) rdma link delete under the live port, its queues and running verified writes"
+	load_start "$dev"
 	rdma_link_delete rxe0
 	# The host's own RDMA client drops its controllers on the device; fio sees errors.
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
-	wait "$fio_pid" && fail "fio did not notice its device go away"
+	load_end failed
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		# The transport's own RDMA client ended the queues before RDMA CM told them.
 		assert_dmesg "nvmet_rdma_rs: device rxe0 went away: ended its [1-9][0-9]* queue\(s\)"
@@ -648,6 +679,7 @@ nvmet_teardown_test() {
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 	local reconnects
 	reconnects=$(dmesg | grep -c "Successfully reconnected" || true)
+	load_start "$dev"
 	bond_failover bond0b
 	assert_dmesg "RDMA CM addr change for ndev bond0"
 	if [ "$transport" = nvmet_rdma_rs ]; then
@@ -657,6 +689,7 @@ nvmet_teardown_test() {
 	wait_until 60 bash -c "nvme discover -t rdma -a $RRS_IP4_BOND -s 4420 >/dev/null 2>&1"
 	wait_until 60 bash -c "[ \$(dmesg | grep -c 'Successfully reconnected') -gt $reconnects ]"
 	wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
+	load_end clean
 	dev=$(ns_dev "$(host_ctrl "$NQN")" 1)
 	wait_until 10 test -b "$dev"
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
@@ -684,6 +717,7 @@ nvmet_teardown_test() {
 nvmet_hostile_test() {
 	local transport=$1 dev rc args
 	shift
+	body_start "nvmet_hostile_test $*"
 	kmemleak_start
 	cc -O1 -Wall -o /tmp/nvmf-hostile "$RRS_REPO/tests/hostile/nvmf-hostile.c" -lrdmacm -libverbs ||
 		fail "cannot build the hostile host"
