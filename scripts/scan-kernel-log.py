@@ -27,17 +27,27 @@ SPLATS = [
     ("BUG", re.compile(r"\bBUG: ")),                       # incl. KFENCE, sleeping in atomic, soft lockup
     ("kernel BUG", re.compile(r"kernel BUG at ")),
     ("WARNING", re.compile(r"\bWARNING: ")),                # WARN_ON and every lockdep report
+    # x86 die header, "Oops: general protection fault, probably for non-canonical address
+    # 0x...: 0000 [#1] ..." (older kernels: no "Oops: "), named ahead of Oops. Not the line
+    # for a user-space program's GPF, "traps: prog[123] general protection fault ip:...".
+    ("general protection fault", re.compile(r"general protection fault\b.*: [0-9a-f]{4} \[#\d+\]")),
     ("Oops", re.compile(r"\bOops\b")),
-    ("general protection fault", re.compile(r"general protection fault")),
     ("kernel panic", re.compile(r"Kernel panic")),
     ("lockdep", re.compile(r"possible (recursive|circular) locking|inconsistent lock state|"
                            r"lock held when returning to user space|suspicious RCU usage")),
     ("scheduling while atomic", re.compile(r"scheduling while atomic")),
     ("KFENCE", re.compile(r"KFENCE: ")),
     ("kmemleak", re.compile(r"kmemleak: \d+ new suspected memory leaks|unreferenced object 0x")),
-    ("hung task", re.compile(r"INFO: task \S+ blocked for more than")),
-    ("RCU stall", re.compile(r"rcu: INFO: rcu_\w+ (self-)?detected stall")),
-    ("list corruption", re.compile(r"list_(add|del) corruption")),
+    # khungtaskd: "INFO: task rmmod:318 blocked for more than 122 seconds." ("blocked in I/O
+    # wait for" when it sleeps in io_schedule; a task's name may hold spaces)
+    ("hung task", re.compile(r"INFO: task .+:\d+ blocked (in I/O wait )?for more than")),
+    # "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", "rcu: INFO: rcu_sched self-detected
+    # stall on CPU", "... detected expedited stalls ...", "INFO: rcu_tasks detected stalls on tasks:"
+    ("RCU stall", re.compile(r"INFO: rcu_\w+ (self-)?detected (expedited )?stall")),
+    # lib/list_debug.c (DEBUG_LIST): "list_add corruption. prev->next should be ...", "list_del
+    # corruption, ...->next is LIST_POISON1", "list_add double add: ..."; caught even without the
+    # WARNING (kernel BUG with BUG_ON_DATA_CORRUPTION) that follows
+    ("list corruption", re.compile(r"list_(add|del) corruption|list_add double add")),
     ("UBSAN", re.compile(r"UBSAN: ")),
     ("Rust panic", re.compile(r"rust_panic|panicked at ")),
     ("slab corruption", re.compile(r"\bBUG \S+ \(.*\): |Poison overwritten|Redzone overwritten|Object padding overwritten")),
