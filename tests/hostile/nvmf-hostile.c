@@ -10,7 +10,8 @@
  * drivers/nvme/target/rdma.c and nvmet core, and where the C transport trusts the host
  * more than it should, the stricter answer (noted at the case).
  *
- *   nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-c CASE]...     named cases (default: all)
+ *   nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-S NSID] [-c CASE]...  named cases (default: all;
+ *                                    storm needs -S, a namespace completing after seconds)
  *   nvmf-hostile -a ADDR [-p PORT] -n SUBNQN -s SEED -i N     N random cases from SEED
  *
  * Exit status 0 when every case ended as expected; each case prints one line.
@@ -64,6 +65,10 @@
 
 static const char *opt_addr, *opt_port = "4420", *opt_nqn;
 static bool verbose;
+/* A namespace whose commands complete only after seconds (-S), for the storm case. */
+static uint32_t opt_slow_nsid;
+/* Bytes of host memory per connection the target may reach (the storm's many take less). */
+static size_t data_buf_size = DATA_BUF_SIZE;
 
 /* One RDMA connection acting as an NVMe/RDMA host queue. */
 struct conn {
@@ -228,11 +233,11 @@ static struct conn *conn_open_raw(const uint8_t *pd, uint8_t pd_len)
 	c->gone = true;
 	c->recv_buf = calloc(RECV_SLOTS, CQE_SIZE);
 	c->send_buf = calloc(1, SEND_BUF_SIZE);
-	c->data_buf = aligned_alloc(4096, DATA_BUF_SIZE);
+	c->data_buf = aligned_alloc(4096, data_buf_size);
 	c->ch = rdma_create_event_channel();
 	if (!c->recv_buf || !c->send_buf || !c->data_buf || !c->ch)
 		goto fail;
-	memset(c->data_buf, 0, DATA_BUF_SIZE);
+	memset(c->data_buf, 0, data_buf_size);
 	if (rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP))
 		goto fail;
 	if (rdma_getaddrinfo(opt_addr, opt_port, &hints, &res))
@@ -250,7 +255,7 @@ static struct conn *conn_open_raw(const uint8_t *pd, uint8_t pd_len)
 		goto fail;
 	c->recv_mr = ibv_reg_mr(c->pd, c->recv_buf, RECV_SLOTS * CQE_SIZE, IBV_ACCESS_LOCAL_WRITE);
 	c->send_mr = ibv_reg_mr(c->pd, c->send_buf, SEND_BUF_SIZE, 0);
-	c->data_mr = ibv_reg_mr(c->pd, c->data_buf, DATA_BUF_SIZE,
+	c->data_mr = ibv_reg_mr(c->pd, c->data_buf, data_buf_size,
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	if (!c->recv_mr || !c->send_mr || !c->data_mr)
 		goto fail;
@@ -507,18 +512,24 @@ fail:
 	return NULL;
 }
 
-/* An I/O queue (qid 1, depth) of controller cntlid, connected. */
-static struct conn *io_queue(uint16_t cntlid, uint16_t depth)
+/* I/O queue qid (of depth) of controller cntlid, connected. */
+static struct conn *io_queue_qid(uint16_t cntlid, uint16_t qid, uint16_t depth)
 {
-	struct conn *c = conn_open(1, depth, depth - 1);
+	struct conn *c = conn_open(qid, depth, depth - 1);
 	struct response r;
 
-	if (!c || c->gone || nvmf_connect(c, 1, depth - 1, cntlid, true, &r) != ANSWERED ||
+	if (!c || c->gone || nvmf_connect(c, qid, depth - 1, cntlid, true, &r) != ANSWERED ||
 	    r.status) {
 		conn_close(c);
 		return NULL;
 	}
 	return c;
+}
+
+/* An I/O queue (qid 1, depth) of controller cntlid, connected. */
+static struct conn *io_queue(uint16_t cntlid, uint16_t depth)
+{
+	return io_queue_qid(cntlid, 1, depth);
 }
 
 /* Identify controller through a keyed SGL of len bytes at offset 0. */
@@ -1053,6 +1064,80 @@ out:
 }
 
 /*
+ * A reconnect storm: 132 I/O queues of two controllers, each with a Read in flight on the
+ * slow namespace (-S), and then the host vanishes. Each queue's teardown waits for its
+ * Read, so for seconds more than 128 queues (NVMET_RDMA_BACKLOG) are being torn down: a
+ * new controller's admin queue is refused (NVME_RDMA_CM_NO_RSC). Once the Reads have
+ * completed, a new admin queue is served again. (The C transport's guard counts only
+ * the disconnecting queues that never joined a controller, so this is ours only.)
+ */
+#define STORM_CTRLS 2
+#define STORM_QUEUES 66 /* per controller: 132 in all */
+#define CM_NO_RSC 6
+
+static bool case_storm(void)
+{
+	struct conn *a[STORM_CTRLS] = { 0 }, *q[STORM_CTRLS * STORM_QUEUES] = { 0 }, *late = NULL;
+	size_t saved = data_buf_size;
+	uint16_t cntlid, cid;
+	bool ok = false;
+	int i, j, n = 0;
+	uint64_t end;
+
+	EXPECT(opt_slow_nsid, "needs -S NSID, a namespace whose commands complete after seconds");
+	data_buf_size = 64 * 1024;
+	for (i = 0; i < STORM_CTRLS; i++) {
+		a[i] = admin_queue(&cntlid);
+		EXPECT(a[i], "admin queue %d failed", i);
+		for (j = 1; j <= STORM_QUEUES; j++, n++) {
+			q[n] = io_queue_qid(cntlid, j, 4);
+			EXPECT(q[n], "I/O queue %d of controller %u failed", j, cntlid);
+		}
+	}
+	/* All Reads at once: the slow namespace completes each seconds after it came. */
+	for (i = 0; i < n; i++) {
+		uint8_t *s = rw_sqe(q[i], OPC_READ, 0, 8, &cid);
+
+		put32(s + 4, opt_slow_nsid);
+		sgl_keyed(q[i], s, 0, 4096, q[i]->data_mr->rkey, SGL_KEYED);
+		EXPECT(send_capsule(q[i], SQE_SIZE) == 0, "the Read on queue %d was not sent", i);
+	}
+	/* The host vanishes (no disconnect handshake); the admin queues go too. */
+	for (i = 0; i < n; i++) {
+		q[i]->gone = true;
+		conn_free(q[i]);
+		q[i] = NULL;
+	}
+	for (i = 0; i < STORM_CTRLS; i++) {
+		a[i]->gone = true;
+		conn_free(a[i]);
+		a[i] = NULL;
+	}
+	late = conn_open(0, AQ_DEPTH, AQ_DEPTH - 1);
+	EXPECT(late, "the admin connect during the storm failed locally");
+	EXPECT(late->gone && late->reject == CM_NO_RSC,
+	       "an admin queue during the teardown of %d queues: %s (reject status %d), expected reject %d",
+	       n, late->gone ? "refused" : "accepted", late->reject, CM_NO_RSC);
+	conn_free(late);
+	late = NULL;
+	/* The Reads complete (the namespace's delay) and the queues go: served again. */
+	end = now_ms() + 60000;
+	while (!(late = admin_queue(&cntlid)) && now_ms() < end)
+		sleep(1);
+	EXPECT(late, "no admin queue is served 60 s after the storm");
+	say("  storm: %d queues torn down at once; an admin queue is served again\n", n);
+	ok = true;
+out:
+	for (i = 0; i < STORM_CTRLS * STORM_QUEUES; i++)
+		conn_close(q[i]);
+	for (i = 0; i < STORM_CTRLS; i++)
+		conn_close(a[i]);
+	conn_close(late);
+	data_buf_size = saved;
+	return ok;
+}
+
+/*
  * Random capsules (seeded): random lengths, opcodes, flags and SGL descriptors, on admin
  * and I/O queues. Any answer or teardown is fine; a hang or a target that stops serving
  * is not.
@@ -1122,6 +1207,7 @@ static const struct {
 	{ "burst", case_burst },
 	{ "keep-alive", case_keep_alive },
 	{ "disconnect-mid-read", case_disconnect_mid_read },
+	{ "storm", case_storm },
 };
 
 static void check(const char *name, bool (*fn)(void))
@@ -1146,7 +1232,7 @@ static void usage(void)
 {
 	unsigned int i;
 
-	fprintf(stderr, "usage: nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-v] [-c CASE]... | [-s SEED -i N]\ncases:");
+	fprintf(stderr, "usage: nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-S SLOW_NSID] [-v] [-c CASE]... | [-s SEED -i N]\ncases:");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		fprintf(stderr, " %s", cases[i].name);
 	fprintf(stderr, "\n");
@@ -1161,7 +1247,7 @@ int main(int argc, char **argv)
 	bool random_mode = false;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "a:p:n:c:s:i:v")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:c:s:i:S:v")) != -1) {
 		switch (opt) {
 		case 'a': opt_addr = optarg; break;
 		case 'p': opt_port = optarg; break;
@@ -1173,6 +1259,7 @@ int main(int argc, char **argv)
 			break;
 		case 's': seed = strtoull(optarg, NULL, 0); random_mode = true; break;
 		case 'i': iterations = strtoull(optarg, NULL, 0); break;
+		case 'S': opt_slow_nsid = strtoul(optarg, NULL, 0); break;
 		case 'v': verbose = true; break;
 		default: usage();
 		}

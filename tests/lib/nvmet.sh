@@ -501,16 +501,9 @@ host_lost() {
 # ours says it refused a connection because the device was going away, and once the
 # device is back the host reads back intact what was acknowledged before.
 removal_during_reconnect() {
-	local transport=$1 slow=/sys/kernel/config/nullb/nullb_slow ctrl dev slowdev fio_pid pid t0
+	local transport=$1 ctrl dev slowdev fio_pid pid t0
 	local ns2="$NVMET/subsystems/$NQN/namespaces/2"
-	mkdir "$slow"
-	echo 2 >"$slow/irqmode"
-	echo 8000000000 >"$slow/completion_nsec"
-	echo 1 >"$slow/memory_backed"
-	echo 64 >"$slow/size"
-	echo 1 >"$slow/power"
-	# (a null_blk made through configfs is named after its directory)
-	wait_until 10 test -b /dev/nullb_slow
+	slow_nullb_add
 	nvmet_namespace "$NQN" 2 /dev/nullb_slow
 	dev=$(host_connect "$RRS_IP4_A" 4420 --reconnect-delay=1 --ctrl-loss-tmo=120 --nr-io-queues=2)
 	ctrl=$(host_ctrl "$NQN")
@@ -564,8 +557,27 @@ removal_during_reconnect() {
 	host_disconnect
 	echo 0 >"$ns2/enable"
 	rmdir "$ns2"
-	echo 0 >"$slow/power"
-	rmdir "$slow"
+	slow_nullb_remove
+}
+
+# slow_nullb_add: /dev/nullb_slow, a 64 MiB memory-backed null_blk whose commands
+# complete 8 s after they came (256 at a time), to hold commands in flight.
+# slow_nullb_remove takes it away.
+SLOW_NULLB=/sys/kernel/config/nullb/nullb_slow
+slow_nullb_add() {
+	mkdir "$SLOW_NULLB"
+	echo 2 >"$SLOW_NULLB/irqmode"
+	echo 8000000000 >"$SLOW_NULLB/completion_nsec"
+	echo 256 >"$SLOW_NULLB/hw_queue_depth"
+	echo 1 >"$SLOW_NULLB/memory_backed"
+	echo 64 >"$SLOW_NULLB/size"
+	echo 1 >"$SLOW_NULLB/power"
+	# (a null_blk made through configfs is named after its directory)
+	wait_until 10 test -b /dev/nullb_slow
+}
+slow_nullb_remove() {
+	echo 0 >"$SLOW_NULLB/power"
+	rmdir "$SLOW_NULLB"
 }
 
 # nvmet_teardown_test TRANSPORT_MODULE: teardown under verified load, one after the other on
@@ -724,18 +736,28 @@ nvmet_hostile_test() {
 	veth_setup
 	rdma_link_add rxe0 rxe veth0
 	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+	# (namespace 2, for the reconnect storm: its commands complete after 8 s)
+	slow_nullb_add
 	for args in "" "use_srq=1 srq_size=256"; do
 		[ -n "$args" ] && [ "$transport" != nvmet_rdma_rs ] && continue
+		body_start "nvmet_hostile_test $transport ${args:-own receive queues}"
 		NVMET_MODULE_ARGS=$args nvmet_load "$transport"
 		nvmet_subsystem "$NQN"
 		nvmet_namespace "$NQN" 1 /dev/nullb0
+		nvmet_namespace "$NQN" 2 /dev/nullb_slow
 		nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
 		nvmet_link 1 "$NQN"
 
 		step "the hostile host (${args:-own receive queues}): ${*:-every case}"
 		rc=0
-		/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" "$@" || rc=$?
+		/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" -S 2 "$@" || rc=$?
 		[ "$rc" = 0 ] || fail "the hostile host reports failed cases (status $rc)"
+		if [ -z "$*" ] || [[ " $* " == *" storm "* ]]; then
+			assert_dmesg "nvmet_rdma_rs: refusing a new controller's admin queue from .*: (129|1[3-9][0-9]) queues are still being torn down" \
+				"the storm case did not meet the reconnect-storm guard"
+		fi
+		# (the real host below does not need the slow namespace's 8 s reads)
+		echo 0 >"$NVMET/subsystems/$NQN/namespaces/2/enable"
 
 		step "afterwards: no queue is left, a real host is served with verified I/O"
 		nvmet_assert_idle "$transport"
@@ -749,6 +771,7 @@ nvmet_hostile_test() {
 		rmmod "$transport"
 	done
 	modprobe -r nvme-rdma
+	slow_nullb_remove
 	rdma_link_delete rxe0
 	kmemleak_check
 	echo "nvmet-hostile $transport: ok"
