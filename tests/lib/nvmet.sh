@@ -711,12 +711,24 @@ nvmet_teardown_test() {
 	rdma_link_delete rxe1
 	bond_delete
 
-	step "tear down and unload"
+	step "tear down and unload while port 1's listener repair retries (its device gone)"
+	local retries
+	retries=$(dmesg | grep -c "port 1: cannot listen on $RRS_IP4_A:4420 .*retrying every" || true)
+	rdma_link_delete rxe0
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		wait_until 30 bash -c "[ \$(dmesg | grep -c 'port 1: cannot listen on $RRS_IP4_A:4420 .*retrying every') -gt $retries ]"
+	fi
+	# The port goes (its retry cancelled) and the module right after it.
 	nvmet_clear
 	modprobe -r nvme-rdma
 	nvmet_assert_idle "$transport"
 	rmmod "$transport"
-	rdma_link_delete rxe0
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		retries=$(dmesg | grep -c "port 1: cannot listen on" || true)
+		sleep 6 # (longer than the retry interval)
+		[ "$(dmesg | grep -c "port 1: cannot listen on" || true)" = "$retries" ] ||
+			fail "port 1's listener repair ran after the port and the module were gone"
+	fi
 	kmemleak_check
 	echo "nvmet-teardown $transport: ok"
 }
