@@ -560,14 +560,14 @@ removal_during_reconnect() {
 	slow_nullb_remove
 }
 
-# slow_nullb_add: /dev/nullb_slow, a 64 MiB memory-backed null_blk whose commands
-# complete 8 s after they came (256 at a time), to hold commands in flight.
-# slow_nullb_remove takes it away.
+# slow_nullb_add [SECONDS]: /dev/nullb_slow, a 64 MiB memory-backed null_blk whose
+# commands complete SECONDS (default 8) after they came (256 at a time), to hold
+# commands in flight. slow_nullb_remove takes it away.
 SLOW_NULLB=/sys/kernel/config/nullb/nullb_slow
 slow_nullb_add() {
 	mkdir "$SLOW_NULLB"
 	echo 2 >"$SLOW_NULLB/irqmode"
-	echo 8000000000 >"$SLOW_NULLB/completion_nsec"
+	echo "${1:-8}000000000" >"$SLOW_NULLB/completion_nsec"
 	echo 256 >"$SLOW_NULLB/hw_queue_depth"
 	echo 1 >"$SLOW_NULLB/memory_backed"
 	echo 64 >"$SLOW_NULLB/size"
@@ -748,8 +748,9 @@ nvmet_hostile_test() {
 	veth_setup
 	rdma_link_add rxe0 rxe veth0
 	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
-	# (namespace 2, for the reconnect storm: its commands complete after 8 s)
-	slow_nullb_add
+	# (namespace 2, for the reconnect storm: its commands complete after 20 s, longer
+	# than the hostile host takes to leave 132 queues, even on the KASAN kernel)
+	slow_nullb_add 20
 	for args in "" "use_srq=1 srq_size=256"; do
 		[ -n "$args" ] && [ "$transport" != nvmet_rdma_rs ] && continue
 		body_start "nvmet_hostile_test $transport ${args:-own receive queues}"
