@@ -458,7 +458,9 @@ load_start() {
 		--verify_fatal=1 --time_based --runtime=15 --allow_file_create=0 \
 		--output=/tmp/fio-load.out >/dev/null 2>&1 &
 	LOAD_PID=$!
-	wait_until 20 bash -c "[ \$(awk '{print \$5}' $stat) -gt $before ]"
+	# (or fio ended: then it says why)
+	wait_until 60 bash -c "[ \$(awk '{print \$5}' $stat) -gt $before ] || ! kill -0 $LOAD_PID"
+	kill -0 "$LOAD_PID" 2>/dev/null || { cat /tmp/fio-load.out; fail "the load ended before the event"; }
 	sleep 1
 }
 
