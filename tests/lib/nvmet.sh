@@ -434,10 +434,33 @@ nvmet_lifecycle_test() {
 	fi
 	rmdir "$NVMET/ports/3"
 
-	step "the module cannot go while a port is enabled; it can once all are gone"
+	step "a host keeps connecting: the module cannot go, the ports go under the connects, then the module"
+	# Each controller is deleted at once; ctrl_loss_tmo=1 lets one caught by the ports'
+	# removal give up quickly.
+	local racer created c
+	created=$(dmesg | grep -c "nvmet: Created nvm controller" || true)
+	(
+		for ((i = 1; i <= 40; i++)); do
+			c=$(fabrics_connect "$ip6" 4421 ",nr_io_queues=1,queue_size=16,ctrl_loss_tmo=1,reconnect_delay=1") || continue
+			echo "connected $c"
+			fabrics_disconnect "$c" 2>/dev/null || true
+		done
+		echo "racer done"
+	) >/tmp/connect-race.out 2>&1 &
+	racer=$!
+	wait_until 60 bash -c "[ \$(dmesg | grep -c 'nvmet: Created nvm controller') -gt $created ]"
 	if rmmod "$transport" 2>/dev/null; then fail "$transport unloaded with port 2 enabled"; fi
 	nvmet_clear
+	# (every attempt after the ports' removal fails at once)
+	wait_until 90 grep -q "racer done" /tmp/connect-race.out
+	wait "$racer"
+	echo "the connecting host: $(grep -c connected /tmp/connect-race.out) of 40 attempts connected"
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/delete_controller" ] && { echo 1 >"$c/delete_controller"; } 2>/dev/null || true
+	done
+	wait_until 30 bash -c "! compgen -G '/sys/class/nvme/nvme*' >/dev/null"
 	modprobe -r nvme-rdma
+	nvmet_assert_idle "$transport"
 	rmmod "$transport"
 	rdma_link_delete rxe0
 	kmemleak_check
