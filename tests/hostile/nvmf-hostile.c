@@ -1084,7 +1084,11 @@ static bool case_storm(void)
 	int i, j, n = 0;
 	uint64_t end;
 
-	EXPECT(opt_slow_nsid, "needs -S NSID, a namespace whose commands complete after seconds");
+	if (!opt_slow_nsid) {
+		/* (tests/lib/nvmet.sh always gives one, and checks the guard's log line) */
+		printf("  storm: skipped: needs -S NSID, a namespace whose commands complete after seconds\n");
+		return true;
+	}
 	data_buf_size = 64 * 1024;
 	for (i = 0; i < STORM_CTRLS; i++) {
 		a[i] = admin_queue(&cntlid);

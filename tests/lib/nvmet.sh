@@ -220,7 +220,7 @@ nvmet_io_test() {
 		assert_dmesg "$prefix: T10-PI is not supported by device ${provider}0. Disabling it"
 	fi
 	[ "$(cat "$NVMET/ports/2/param_pi_enable")" = 0 ] || fail "param_pi_enable of port 2 still reads 1"
-	dmesg | grep "nvmet: Created nvm controller" | tail -1 >/tmp/pi-ctrl.log
+	{ dmesg | grep "nvmet: Created nvm controller" || true; } | tail -1 >/tmp/pi-ctrl.log
 	[ -s /tmp/pi-ctrl.log ] || fail "no controller was created"
 	if grep -q "T10-PI is enabled" /tmp/pi-ctrl.log; then fail "the controller has T10-PI: $(cat /tmp/pi-ctrl.log)"; fi
 	fio_verify "$dev" pi-off --rw=randwrite --bs=4k --iodepth=8 --size=256K --offset=64M
@@ -499,7 +499,7 @@ load_end() {
 		fail "the load read back something other than what it wrote"
 	fi
 	writes=$(sed -nE 's/.*issued rwts: total=[0-9]+,([0-9]+),.*/\1/p' /tmp/fio-load.out | head -1)
-	[ "${writes:-0}" -gt 0 ] || { cat /tmp/fio-load.out; fail "the load wrote nothing: it never reached the device"; }
+	[ "${writes:-0}" -gt 0 ] || { cat /tmp/fio-load.out; fail "the load issued no write: it never reached the device"; }
 	case $1 in
 	clean) [ "$rc" = 0 ] || { cat /tmp/fio-load.out; fail "the load saw an error the host should have held over"; } ;;
 	failed)
@@ -748,12 +748,10 @@ nvmet_teardown_test() {
 	modprobe -r nvme-rdma
 	nvmet_assert_idle "$transport"
 	rmmod "$transport"
-	if [ "$transport" = nvmet_rdma_rs ]; then
-		retries=$(dmesg | grep -c "port 1: cannot listen on" || true)
-		sleep 6 # (longer than the retry interval)
-		[ "$(dmesg | grep -c "port 1: cannot listen on" || true)" = "$retries" ] ||
-			fail "port 1's listener repair ran after the port and the module were gone"
-	fi
+	# A retry still queued would now run in freed module memory: the VM stays up past the
+	# retry interval so that the log scanner sees it if it does. (Retries after the first
+	# failure do not log, so the log cannot show one that ran harmlessly.)
+	[ "$transport" = nvmet_rdma_rs ] && sleep 6
 	kmemleak_check
 	echo "nvmet-teardown $transport: ok"
 }
