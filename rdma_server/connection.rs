@@ -124,10 +124,11 @@ struct Link {
     id: CmId<Connection>,
 }
 
-/// A buffer and an MR that can register all of it.
+/// A buffer and an MR that can register all of it. (Field order is drop order: the MR
+/// goes before the memory it registers.)
 struct Registered {
-    buf: DmaBuf,
     mr: Mr,
+    buf: DmaBuf,
 }
 
 impl Registered {
@@ -742,11 +743,21 @@ impl WorkItem<2> for Connection {
         this.state.store(CLOSING, Relaxed);
         let pending = this.pending.lock().take();
         drop(pending);
-        let ping = this.ping.lock().take();
-        drop(ping);
-        let scratch = this.scratch.lock().take();
+        // All three under `link`'s lock, which a receive holds while it stores a PING
+        // buffer or a BENCH scratch MR: once the link is taken, none can store a new one
+        // that would outlive the id (and with it the device).
+        let (ping, scratch, link) = {
+            let mut link = this.link.lock();
+            let ping = this.ping.lock().take();
+            let scratch = this.scratch.lock().take();
+            (ping, scratch, link.take())
+        };
+        // MRs before their memory, and both before the id.
+        if let Some((buf, mr)) = ping {
+            drop(mr);
+            drop(buf);
+        }
         drop(scratch);
-        let link = this.link.lock().take();
         drop(link);
         let mut list = this.shared.connections.lock();
         if let Some(index) = list.iter().position(|c| Arc::ptr_eq(c, &this)) {
