@@ -15,6 +15,8 @@
 #                     make KDIR=, and runs the heaviest VM tests on it
 #   make check-faults the fault-injection sweep (failslab, fail_page_alloc on the modules'
 #                     allocations); prints "N passed, N failed"
+#   make check-matrix the teardown set over rxe with use_srq=1 and over siw (make check
+#                     runs it over rxe); prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
 #   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side
@@ -36,7 +38,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 KBUILD_ENV = KDIR="$(KDIR)" CLIPPY="$(CLIPPY)" INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
 	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)"
 
-.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults bench bench-profile fuzz hostile-random fmt fmt-check clean
+.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-matrix bench bench-profile fuzz hostile-random fmt fmt-check clean
 
 all: modules
 
@@ -63,6 +65,9 @@ check-kasan:
 
 check-faults:
 	$(SCRIPTS)/check-faults.sh
+
+check-matrix:
+	$(SCRIPTS)/check-matrix.sh
 
 bench:
 	$(SCRIPTS)/bench.sh

@@ -348,12 +348,11 @@ static int send_capsule(struct conn *c, size_t len)
 }
 
 /*
- * Waits for the response to command cid. Responses to other commands (a burst's) are
- * counted in *others. Returns TORN_DOWN when the target ends the connection.
+ * Waits until the next response arrives (ANSWERED, in *got) or the deadline end passes;
+ * TORN_DOWN when the target ends the connection.
  */
-static enum outcome wait_response(struct conn *c, uint16_t cid, struct response *r, int *others)
+static enum outcome next_response(struct conn *c, uint64_t end, struct response *got)
 {
-	uint64_t end = now_ms() + TIMEOUT_MS;
 	struct ibv_wc wc;
 
 	while (!c->gone && now_ms() < end) {
@@ -364,7 +363,6 @@ static enum outcome wait_response(struct conn *c, uint16_t cid, struct response 
 			break;
 		if (n == 1) {
 			const uint8_t *cqe;
-			struct response got;
 
 			if (wc.status != IBV_WC_SUCCESS) {
 				say("  completion: %s\n", ibv_wc_status_str(wc.status));
@@ -374,27 +372,42 @@ static enum outcome wait_response(struct conn *c, uint16_t cid, struct response 
 			if (wc.opcode != IBV_WC_RECV)
 				continue;
 			cqe = c->recv_buf + wc.wr_id * CQE_SIZE;
-			memcpy(&got.result, cqe, 8);
-			got.result = le64toh(got.result);
-			got.cid = cqe[12] | cqe[13] << 8;
+			memcpy(&got->result, cqe, 8);
+			got->result = le64toh(got->result);
+			got->cid = cqe[12] | cqe[13] << 8;
 			/* Without the phase bit, and without More and CRD: nvmet sets More when
 			 * its error log has an entry, which says nothing about the status. */
-			got.status = ((cqe[14] | cqe[15] << 8) >> 1) & ~0x3800;
+			got->status = ((cqe[14] | cqe[15] << 8) >> 1) & ~0x3800;
 			post_recv(c, wc.wr_id);
-			if (got.cid == cid) {
-				if (r)
-					*r = got;
-				return ANSWERED;
-			}
-			if (others)
-				(*others)++;
-			continue;
+			return ANSWERED;
 		}
 		t = cm_wait(c, 1, NULL);
 		if (t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_DEVICE_REMOVAL)
 			c->gone = true;
 	}
 	return c->gone ? TORN_DOWN : TIMED_OUT;
+}
+
+/*
+ * Waits for the response to command cid. Responses to other commands (a burst's) are
+ * counted in *others. Returns TORN_DOWN when the target ends the connection.
+ */
+static enum outcome wait_response(struct conn *c, uint16_t cid, struct response *r, int *others)
+{
+	uint64_t end = now_ms() + TIMEOUT_MS;
+	struct response got;
+	enum outcome o;
+
+	while ((o = next_response(c, end, &got)) == ANSWERED) {
+		if (got.cid == cid) {
+			if (r)
+				*r = got;
+			return ANSWERED;
+		}
+		if (others)
+			(*others)++;
+	}
+	return o;
 }
 
 /* Waits until the target ends the connection; false if it stays up for the timeout. */
@@ -1000,6 +1013,123 @@ out:
 }
 
 /*
+ * sq_full_waits of this queue (qid 1, the host's source port) in nvmet_rdma_rs's
+ * debugfs; -1 when the target is another transport (no such file), -2 when the file
+ * has no line for the queue.
+ */
+static long long target_sq_full_waits(struct conn *q)
+{
+	FILE *f = fopen("/sys/kernel/debug/nvmet_rdma_rs/queues", "r");
+	char line[512], port[16];
+	long long waits = -2;
+
+	if (!f)
+		return -1;
+	snprintf(port, sizeof(port), ":%u ", ntohs(rdma_get_src_port(q->id)));
+	while (fgets(line, sizeof(line), f)) {
+		const char *w = strstr(line, " sq_full_waits ");
+
+		if (strstr(line, " qid 1 host ") && strstr(line, port) && w)
+			waits = strtoll(w + strlen(" sq_full_waits "), NULL, 10);
+	}
+	fclose(f);
+	return waits;
+}
+
+/*
+ * Posts n capsules of q->send_buf (SQE_SIZE each) back to back and waits for their n
+ * responses; false, with `why` set, unless all came with status 0.
+ */
+static bool run_back_to_back(struct conn *q, int n, const char *what)
+{
+	struct ibv_send_wr wr[16], *bad;
+	struct ibv_sge sge[16];
+	uint64_t end = now_ms() + TIMEOUT_MS;
+	struct response r;
+	enum outcome o = ANSWERED;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)(q->send_buf + i * SQE_SIZE), SQE_SIZE, q->send_mr->lkey };
+		wr[i] = (struct ibv_send_wr){ .wr_id = 2000 + i, .next = i + 1 < n ? &wr[i + 1] : NULL,
+					      .sg_list = &sge[i], .num_sge = 1, .opcode = IBV_WR_SEND };
+	}
+	EXPECT(ibv_post_send(q->id->qp, wr, &bad) == 0, "%s: post failed", what);
+	for (i = 0; i < n && (o = next_response(q, end, &r)) == ANSWERED; i++)
+		EXPECT(r.status == 0, "%s: command %u: status %#x", what, r.cid, r.status);
+	EXPECT(o == ANSWERED, "%s: %d of %d answered, then %s", what, i, n, outcome_name(o));
+	return true;
+out:
+	return false;
+}
+
+/*
+ * More work requests than the send queue holds: a host whose receive queue is 1 deep
+ * (HRQSIZE, the target's send queue) and whose send queue is 32 (HSQSIZE) sends four
+ * 1 MiB Writes back to back (on rxe eight RDMA READs and a SEND each: the target's send
+ * queue holds about one such command), then four 1 MiB Reads of the same blocks. Commands wait for
+ * send queue space, oldest first, and are all served: every status is 0, the data reads
+ * back as written, and nvmet_rdma_rs counts the waits (sq_full_waits).
+ */
+#define SQ_FULL_COMMANDS 4 /* DATA_BUF_SIZE in all */
+#define SQ_FULL_BYTES (1 << 20)
+
+static bool case_send_queue_full(void)
+{
+	uint16_t cntlid, cid;
+	struct conn *a, *q = NULL;
+	struct response r;
+	long long waits;
+	bool ok = false;
+	size_t i;
+	int pass;
+
+	a = admin_queue(&cntlid);
+	EXPECT(a, "no admin queue");
+	q = conn_open(1, 1, 31);
+	EXPECT(q && !q->gone, "no I/O queue with HRQSIZE 1, HSQSIZE 31");
+	EXPECT(nvmf_connect(q, 1, 31, cntlid, true, &r) == ANSWERED && r.status == 0,
+	       "I/O Connect: status %#x", r.status);
+	for (pass = 0; pass < 2; pass++) {
+		uint8_t opc = pass == 0 ? OPC_WRITE : OPC_READ;
+
+		if (pass == 0)
+			for (i = 0; i < SQ_FULL_COMMANDS * SQ_FULL_BYTES; i++)
+				q->data_buf[i] = (uint8_t)(i * 7 + i / 4093);
+		else
+			memset(q->data_buf, 0, SQ_FULL_COMMANDS * SQ_FULL_BYTES);
+		for (i = 0; i < SQ_FULL_COMMANDS; i++) {
+			uint8_t *s = q->send_buf + i * SQE_SIZE;
+			uint16_t nlb = SQ_FULL_BYTES / 512;
+
+			memset(s, 0, SQE_SIZE);
+			cid = q->next_cid++;
+			s[0] = opc;
+			s[1] = FLAGS_SGL;
+			put16(s + 2, cid);
+			put32(s + 4, 1);
+			put64(s + 40, 65536 + i * nlb);
+			put16(s + 48, nlb - 1);
+			sgl_keyed(q, s, i * SQ_FULL_BYTES, SQ_FULL_BYTES, q->data_mr->rkey, SGL_KEYED);
+		}
+		if (!run_back_to_back(q, SQ_FULL_COMMANDS, pass == 0 ? "Writes" : "Reads"))
+			goto out;
+	}
+	for (i = 0; i < SQ_FULL_COMMANDS * SQ_FULL_BYTES; i++)
+		EXPECT(q->data_buf[i] == (uint8_t)(i * 7 + i / 4093), "byte %zu read back %#x, wrote %#x", i,
+		       q->data_buf[i], (uint8_t)(i * 7 + i / 4093));
+	waits = target_sq_full_waits(q);
+	EXPECT(waits != -2, "nvmet_rdma_rs's debugfs does not list the queue");
+	EXPECT(waits != 0, "eight 1 MiB commands on a send queue for about one: none waited");
+	printf("  send-queue-full: %lld waits%s\n", waits, waits < 0 ? " (not nvmet_rdma_rs: not counted)" : "");
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
  * Keep-alive: a controller made with a 1 s keep-alive timeout stays while the host sends
  * Keep Alive commands every 300 ms for 3 s; once they stop, nvmet core's timer ends the
  * controller and the transport its queue (`delete_ctrl`) within a few seconds.
@@ -1209,6 +1339,7 @@ static const struct {
 	{ "before-connect", case_before_connect },
 	{ "queue-sizes", case_queue_sizes },
 	{ "burst", case_burst },
+	{ "send-queue-full", case_send_queue_full },
 	{ "keep-alive", case_keep_alive },
 	{ "disconnect-mid-read", case_disconnect_mid_read },
 	{ "storm", case_storm },

@@ -304,13 +304,28 @@ nvmet_io_test() {
 	assert_no_dmesg "nvme nvme[0-9]+: (starting error recovery|Reconnecting in)" \
 		"the host recovered a controller during the I/O suite: the target ended a queue"
 
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		# The teardown test's device removal (d) on this body's provider and receive
+		# queues (shared ones in the rxe body): the queues end, the host's verified
+		# writes see errors and nothing else, the port's listener starts its repair.
+		step "the device goes away under verified writes (${NVMET_MODULE_ARGS:-own receive queues})"
+		dev=$(host_connect "$ip" 4420)
+		load_start "$dev"
+		rdma_link_delete "${provider}0"
+		wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
+		load_end failed
+		assert_dmesg "nvmet_rdma_rs: device ${provider}0 went away: ended its [1-9][0-9]* queue\(s\)"
+		assert_dmesg "nvmet_rdma_rs: port 1: listener lost \(DeviceRemoval\); re-creating it"
+		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
+	fi
+
 	step "tear down and unload"
 	nvmet_clear
 	modprobe -r nvme-rdma
 	rmmod "$transport"
-	rdma_link_delete "${provider}0"
+	[ -e "/sys/class/infiniband/${provider}0" ] && rdma_link_delete "${provider}0"
 	kmemleak_check
-	echo "nvmet-io $transport over $provider: ok"
+	echo "nvmet-io $transport over $provider${NVMET_MODULE_ARGS:+ ($NVMET_MODULE_ARGS)}: ok"
 }
 
 # assert_queues_clean: no queue of nvmet_rdma_rs counted an error.
@@ -322,12 +337,13 @@ assert_queues_clean() {
 	fi
 }
 
-# nvmet_rxe_target TRANSPORT_MODULE: where most tests start: a veth pair, rxe0 on veth0,
-# the transport, a 1 GiB memory-backed null_blk as namespace 1 of $NQN, and port 1 on
-# $RRS_IP4_A:4420 exposing it.
+# nvmet_rxe_target TRANSPORT_MODULE [PROVIDER]: where most tests start: a veth pair, rxe0
+# (or PROVIDER0: siw0) on veth0, the transport, a 1 GiB memory-backed null_blk as
+# namespace 1 of $NQN, and port 1 on $RRS_IP4_A:4420 exposing it.
 nvmet_rxe_target() {
+	local provider=${2:-rxe}
 	veth_setup
-	rdma_link_add rxe0 rxe veth0
+	rdma_link_add "${provider}0" "$provider" veth0
 	nvmet_load "$1"
 	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
 	nvmet_subsystem "$NQN"
@@ -516,7 +532,7 @@ host_lost() {
 	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
 }
 
-# removal_during_reconnect TRANSPORT_MODULE: (g) the device goes while its host reconnects
+# removal_during_reconnect TRANSPORT_MODULE [PROVIDER]: (g) the device goes while its host reconnects
 # into the removal (issue 14 finding 1). The RDMA core removes its clients last in, first
 # out, and nvmet_load loads nvme-rdma first, so the target's removal runs while the host
 # still has the device, and the host (reconnect delay 1 s) reconnects into it. Commands
@@ -526,7 +542,7 @@ host_lost() {
 # ours says it refused a connection because the device was going away, and once the
 # device is back the host reads back intact what was acknowledged before.
 removal_during_reconnect() {
-	local transport=$1 ctrl dev slowdev fio_pid pid t0
+	local transport=$1 provider=${2:-rxe} ctrl dev slowdev fio_pid pid t0
 	local ns2="$NVMET/subsystems/$NQN/namespaces/2"
 	slow_nullb_add
 	nvmet_namespace "$NQN" 2 /dev/nullb_slow
@@ -542,7 +558,7 @@ removal_during_reconnect() {
 	# in flight, each for 8 s, so the queues' release waits for them several seconds)
 	wait_until 30 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -gt 0 ]"
 	t0=$SECONDS
-	rdma link delete rxe0 &
+	rdma link delete "${provider}0" &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
 		((SECONDS - t0 < 30)) || fail "rdma link delete has not returned after 30 s (does the removal wait for a queue that came after it started?)"
@@ -550,7 +566,7 @@ removal_during_reconnect() {
 	done
 	wait "$pid" || fail "rdma link delete failed"
 	echo "rdma link delete returned after $((SECONDS - t0)) s"
-	wait_until 10 test ! -e /sys/class/infiniband/rxe0
+	wait_until 10 test ! -e "/sys/class/infiniband/${provider}0"
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		assert_dmesg "nvmet_rdma_rs: port 1: refusing a connection: its device is going away" \
 			"no reconnect landed inside the removal: the test did not reach the case it is for"
@@ -560,7 +576,7 @@ removal_during_reconnect() {
 	# The device comes back; the host, still reconnecting (its reads held), finds the
 	# port again (ours repairs its listener; the C transport's port stays deaf after
 	# DEVICE_REMOVAL until re-enabled).
-	rdma_link_add rxe0 rxe veth0
+	rdma_link_add "${provider}0" "$provider" veth0
 	if [ "$transport" != nvmet_rdma_rs ]; then
 		nvmet_unlink 1 "$NQN"
 		nvmet_link 1 "$NQN"
@@ -605,19 +621,21 @@ slow_nullb_remove() {
 	rmdir "$SLOW_NULLB"
 }
 
-# nvmet_teardown_test TRANSPORT_MODULE: teardown under verified load, one after the other on
-# one target: (a) the host disconnects, (b) the port is unlinked from the subsystem, (c)
-# the port is removed, (e) the namespace is disabled, (d) the rxe device goes away
-# (`rdma link delete`) and comes back, (g) the same while the host reconnects into the
-# removal, (f) a second port's address moves to another MAC (bond failover: ADDR_CHANGE). Each time the target's queues end, the host sees
-# errors or reconnects, and what was acknowledged before is read back intact. Then the
-# transport unloads and nothing leaked.
+# nvmet_teardown_test TRANSPORT_MODULE [PROVIDER]: teardown under verified load, one after
+# the other on one target over PROVIDER (rxe by default, or siw; the transport takes
+# $NVMET_MODULE_ARGS, use_srq=1 ...): (a) the host disconnects, (b) the port is unlinked
+# from the subsystem, (c) the port is removed, (e) the namespace is disabled, (d) the
+# device goes away (`rdma link delete`) and comes back, (g) the same while the host
+# reconnects into the removal, (f) a second port's address moves to another MAC (bond
+# failover: ADDR_CHANGE). Each time the target's queues end, the host sees errors or
+# reconnects, and what was acknowledged before is read back intact. Then the transport
+# unloads and nothing leaked.
 nvmet_teardown_test() {
-	local transport=$1 dev probe ns="$NVMET/subsystems/$NQN/namespaces/1"
+	local transport=$1 provider=${2:-rxe} dev probe ns="$NVMET/subsystems/$NQN/namespaces/1"
 	local reconnect=(--reconnect-delay=1 --ctrl-loss-tmo=120)
 	body_start "nvmet_teardown_test $*"
 	kmemleak_start
-	nvmet_rxe_target "$transport"
+	nvmet_rxe_target "$transport" "$provider"
 	dev=$(host_connect "$RRS_IP4_A" 4420 "${reconnect[@]}")
 
 	step "data written and acknowledged before any teardown"
@@ -667,18 +685,18 @@ nvmet_teardown_test() {
 
 	step "(d) rdma link delete under the live port, its queues and running verified writes"
 	load_start "$dev"
-	rdma_link_delete rxe0
+	rdma_link_delete "${provider}0"
 	# The host's own RDMA client drops its controllers on the device; fio sees errors.
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
 	load_end failed
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		# The transport's own RDMA client ended the queues before RDMA CM told them.
-		assert_dmesg "nvmet_rdma_rs: device rxe0 went away: ended its [1-9][0-9]* queue\(s\)"
+		assert_dmesg "nvmet_rdma_rs: device ${provider}0 went away: ended its [1-9][0-9]* queue\(s\)"
 		assert_dmesg "nvmet_rdma_rs: port 1: listener lost \(DeviceRemoval\); re-creating it"
 		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
 	fi
 
-	rdma_link_add rxe0 rxe veth0
+	rdma_link_add "${provider}0" "$provider" veth0
 	probe="nvme discover -t rdma -a $RRS_IP4_A -s 4420"
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		step "the device comes back: the same port listens again by itself"
@@ -701,15 +719,15 @@ nvmet_teardown_test() {
 	host_disconnect
 
 	step "(g) the device goes while its host reconnects into the removal, commands in flight"
-	removal_during_reconnect "$transport"
+	removal_during_reconnect "$transport" "$provider"
 
 	step "(f) the address of a port with a live host moves to another MAC (ADDR_CHANGE)"
-	# An rxe device on an active-backup bond; the failover changes the bond's MAC, and
+	# A device on an active-backup bond; the failover changes the bond's MAC, and
 	# RDMA CM tells the port's listener and the host's queues (ADDR_CHANGE). Both
 	# transports end the queues and re-create the listener from a work item; the host
 	# reconnects by itself.
 	bond_setup
-	rdma_link_add rxe1 rxe bond0
+	rdma_link_add "${provider}1" "$provider" bond0
 	nvmet_port 2 ipv4 "$RRS_IP4_BOND" 4420
 	nvmet_link 2 "$NQN"
 	dev=$(host_connect "$RRS_IP4_BOND" 4420 "${reconnect[@]}")
@@ -733,13 +751,13 @@ nvmet_teardown_test() {
 	host_disconnect
 	nvmet_unlink 2 "$NQN"
 	rmdir "$NVMET/ports/2"
-	rdma_link_delete rxe1
+	rdma_link_delete "${provider}1"
 	bond_delete
 
 	step "tear down and unload while port 1's listener repair retries (its device gone)"
 	local retries
 	retries=$(dmesg | grep -c "port 1: cannot listen on $RRS_IP4_A:4420 .*retrying every" || true)
-	rdma_link_delete rxe0
+	rdma_link_delete "${provider}0"
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		wait_until 30 bash -c "[ \$(dmesg | grep -c 'port 1: cannot listen on $RRS_IP4_A:4420 .*retrying every') -gt $retries ]"
 	fi
@@ -753,7 +771,7 @@ nvmet_teardown_test() {
 	# failure do not log, so the log cannot show one that ran harmlessly.)
 	[ "$transport" = nvmet_rdma_rs ] && sleep 6
 	kmemleak_check
-	echo "nvmet-teardown $transport: ok"
+	echo "nvmet-teardown $transport over $provider${NVMET_MODULE_ARGS:+ ($NVMET_MODULE_ARGS)}: ok"
 }
 
 # nvmet_hostile_test TRANSPORT_MODULE [nvmf-hostile options...]: the hostile host
