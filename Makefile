@@ -15,8 +15,9 @@
 #                     make KDIR=, and runs the heaviest VM tests on it
 #   make check-faults the fault-injection sweep (failslab, fail_page_alloc on the modules'
 #                     allocations); prints "N passed, N failed"
-#   make check-matrix the teardown set over rxe with use_srq=1 and over siw (make check
-#                     runs it over rxe); prints "N passed, N failed"
+#   make check-matrix the teardown test over rxe with use_srq=1 and over siw (make check
+#                     runs it over rxe), and the C controls of the lifecycle and teardown
+#                     tests; prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
 #   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side

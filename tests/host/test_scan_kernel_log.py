@@ -150,8 +150,8 @@ class ScanKernelLog(unittest.TestCase):
         self.assertTrue(problems("warn.log", known={name}))
 
     def test_known_reports_are_read_from_the_control_tests(self):
-        for test in ("nvmet-lifecycle-c", "nvmet-teardown-c", "nvmet-io-c"):
-            script = os.path.join(REPO, "tests", "vm", f"{test}.sh")
+        for folder, test in (("vm", "nvmet-io-c"), ("matrix", "nvmet-lifecycle-c"), ("matrix", "nvmet-teardown-c")):
+            script = os.path.join(REPO, "tests", folder, f"{test}.sh")
             self.assertEqual(scan.known_reports(script), {"c-nvmet-rdma-connect-in-cm-handler"})
         for test in ("nvmet-lifecycle", "nvmet-teardown", "nvmet-io"):
             script = os.path.join(REPO, "tests", "vm", f"{test}.sh")
