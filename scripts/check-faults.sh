@@ -27,22 +27,12 @@ declare -A GROUP_PHASES=(
 )
 read -r -a groups <<<"${RRS_FAULT_GROUPS:-nvmet-admin nvmet-connect-io nvmet-removal demo}"
 
-t0=$(date +%s)
-"$REPO_ROOT/scripts/setup-host.sh" || { result setup 1; finish; }
-kbuild=$("$REPO_ROOT/scripts/build-kernel.sh") || { result kernel-build 1; finish; }
+suite_setup
 grep -q '^CONFIG_FAULT_INJECTION_STACKTRACE_FILTER=y' "$kbuild/.config" ||
 	{ log "the test kernel lacks the fault-injection options of kernel/debug.config"; result kernel-config 1; finish; }
-log "kernel ready after $(($(date +%s) - t0))s: $kbuild"
 
-# The modules as `make` builds them, from a copy of the sources (the repository's .ko
-# files are left as they are).
 moddir=$CACHE_DIR/modules/faults-$(basename "$kbuild")
-copy_sources "$moddir/src"
-make -C "$moddir/src" KDIR="$kbuild" modules >"$moddir/build.log" 2>&1
-rc=$?
-[ $rc = 0 ] || tail -n 30 "$moddir/build.log"
-result host/modules-build $rc
-[ $rc = 0 ] || finish
+suite_modules_copy "$moddir"
 
 out=$CACHE_DIR/runs/faults
 mkdir -p "$out"

@@ -9,10 +9,7 @@ set -uo pipefail
 
 . "$(dirname "$0")/suite.sh"
 
-t0=$(date +%s)
-"$REPO_ROOT/scripts/setup-host.sh" || { result setup 1; finish; }
-kbuild=$("$REPO_ROOT/scripts/build-kernel.sh") || { result kernel-build 1; finish; }
-log "kernel ready after $(($(date +%s) - t0))s: $kbuild"
+suite_setup
 
 # Host-side checks.
 python3 "$REPO_ROOT/tests/host/test_scan_kernel_log.py" -q

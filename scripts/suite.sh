@@ -1,5 +1,5 @@
-# Pass/fail bookkeeping of the test suites (scripts/check.sh, scripts/check-kasan.sh).
-# Sourced, not run.
+# Pass/fail bookkeeping and common steps of the test suites (scripts/check*.sh).
+# Sourced after scripts/lib.sh, not run.
 # shellcheck shell=bash
 
 passed=0 failed=0 failures=()
@@ -20,4 +20,26 @@ finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" = 0 ]
 	exit
+}
+
+# suite_setup [CONFIG_FRAGMENT...]: the host's set-up, then the test kernel (built once
+# with the fragments, reused after): sets $kbuild and $t0 (the suite's start). A failure
+# is counted and ends the suite.
+suite_setup() {
+	t0=$(date +%s)
+	"$REPO_ROOT/scripts/setup-host.sh" || { result setup 1; finish; }
+	kbuild=$("$REPO_ROOT/scripts/build-kernel.sh" "$@") || { result kernel-build 1; finish; }
+	log "kernel ready after $(($(date +%s) - t0))s: $kbuild"
+}
+
+# suite_modules_copy DIR: the modules as `make` builds them against $kbuild, from a copy
+# of the sources in DIR/src (the repository's .ko files are left as they are; its log in
+# DIR/build.log). Counted as host/modules-build; a failure ends the suite.
+suite_modules_copy() {
+	local rc=0
+	copy_sources "$1/src"
+	make -C "$1/src" KDIR="$kbuild" modules >"$1/build.log" 2>&1 || rc=$?
+	[ $rc = 0 ] || tail -n 30 "$1/build.log"
+	result host/modules-build $rc
+	[ $rc = 0 ] || finish
 }

@@ -416,10 +416,13 @@ static bool wait_torn_down(struct conn *c)
 	return wait_response(c, 0xffff, NULL, NULL) == TORN_DOWN;
 }
 
-/* A fresh submission queue entry in c->send_buf with the next command id and no data. */
-static uint8_t *sqe(struct conn *c, uint8_t opcode, uint16_t *cid)
+/*
+ * A fresh submission queue entry, the next command id and no data, as capsule `slot` of
+ * c->send_buf (slots beyond 0 for capsules posted together).
+ */
+static uint8_t *sqe_at(struct conn *c, unsigned int slot, uint8_t opcode, uint16_t *cid)
 {
-	uint8_t *s = c->send_buf;
+	uint8_t *s = c->send_buf + slot * SQE_SIZE;
 
 	memset(s, 0, SQE_SIZE);
 	s[0] = opcode;
@@ -431,6 +434,12 @@ static uint8_t *sqe(struct conn *c, uint8_t opcode, uint16_t *cid)
 	/* No data: a null keyed descriptor, as the Linux host sends (nvme_rdma_set_sg_null). */
 	s[39] = SGL_KEYED;
 	return s;
+}
+
+/* A fresh submission queue entry in c->send_buf with the next command id and no data. */
+static uint8_t *sqe(struct conn *c, uint8_t opcode, uint16_t *cid)
+{
+	return sqe_at(c, 0, opcode, cid);
 }
 
 /* The data pointer: a keyed descriptor into c->data_buf at offset off. */
@@ -556,15 +565,22 @@ static enum outcome identify(struct conn *c, uint32_t len, uint32_t key, struct 
 	return run(c, SQE_SIZE, cid, r);
 }
 
-/* Read or write nlb blocks (512 B) at lba through a keyed SGL of len bytes. */
-static uint8_t *rw_sqe(struct conn *c, uint8_t opc, uint64_t lba, uint16_t nlb, uint16_t *cid)
+/* Read or write nlb blocks (512 B) at lba, as capsule `slot` of c->send_buf. */
+static uint8_t *rw_sqe_at(struct conn *c, unsigned int slot, uint8_t opc, uint64_t lba, uint16_t nlb,
+			  uint16_t *cid)
 {
-	uint8_t *s = sqe(c, opc, cid);
+	uint8_t *s = sqe_at(c, slot, opc, cid);
 
 	put32(s + 4, 1); /* nsid */
 	put64(s + 40, lba);
 	put16(s + 48, nlb - 1);
 	return s;
+}
+
+/* Read or write nlb blocks (512 B) at lba. */
+static uint8_t *rw_sqe(struct conn *c, uint8_t opc, uint64_t lba, uint16_t nlb, uint16_t *cid)
+{
+	return rw_sqe_at(c, 0, opc, lba, nlb, cid);
 }
 
 /* The target still serves a well-behaved host: a fresh admin queue identifies. */
@@ -983,20 +999,9 @@ static bool case_burst(void)
 	if (!open_queues(&a, &q, depth))
 		goto out;
 	for (i = 0; i < 4 * depth; i++) {
-		uint8_t *s = q->send_buf + i * SQE_SIZE;
+		uint8_t *s = rw_sqe_at(q, i, OPC_READ, i, 1, &cid);
 
-		memset(s, 0, SQE_SIZE);
-		cid = q->next_cid++;
-		s[0] = OPC_READ;
-		s[1] = FLAGS_SGL;
-		put16(s + 2, cid);
-		put32(s + 4, 1);
-		put64(s + 40, i);
-		put16(s + 48, 0);
-		put64(s + 24, (uintptr_t)(q->data_buf + i * 512));
-		put24(s + 32, 512);
-		put32(s + 35, q->data_mr->rkey);
-		s[39] = SGL_KEYED;
+		sgl_keyed(q, s, i * 512, 512, q->data_mr->rkey, SGL_KEYED);
 		sge[i] = (struct ibv_sge){ (uintptr_t)s, SQE_SIZE, q->send_mr->lkey };
 		wr[i] = (struct ibv_send_wr){ .wr_id = 1000 + i, .next = i + 1 < 4 * depth ? &wr[i + 1] : NULL,
 					      .sg_list = &sge[i], .num_sge = 1, .opcode = IBV_WR_SEND };
@@ -1099,17 +1104,9 @@ static bool case_send_queue_full(void)
 		else
 			memset(q->data_buf, 0, SQ_FULL_COMMANDS * SQ_FULL_BYTES);
 		for (i = 0; i < SQ_FULL_COMMANDS; i++) {
-			uint8_t *s = q->send_buf + i * SQE_SIZE;
-			uint16_t nlb = SQ_FULL_BYTES / 512;
+			const uint16_t nlb = SQ_FULL_BYTES / 512;
+			uint8_t *s = rw_sqe_at(q, i, opc, 65536 + i * nlb, nlb, &cid);
 
-			memset(s, 0, SQE_SIZE);
-			cid = q->next_cid++;
-			s[0] = opc;
-			s[1] = FLAGS_SGL;
-			put16(s + 2, cid);
-			put32(s + 4, 1);
-			put64(s + 40, 65536 + i * nlb);
-			put16(s + 48, nlb - 1);
 			sgl_keyed(q, s, i * SQ_FULL_BYTES, SQ_FULL_BYTES, q->data_mr->rkey, SGL_KEYED);
 		}
 		if (!run_back_to_back(q, SQ_FULL_COMMANDS, pass == 0 ? "Writes" : "Reads"))

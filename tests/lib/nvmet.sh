@@ -306,17 +306,10 @@ nvmet_io_test() {
 
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		# The teardown test's device removal (d) on this body's provider and receive
-		# queues (shared ones in the rxe body): the queues end, the host's verified
-		# writes see errors and nothing else, the port's listener starts its repair.
+		# queues (shared ones in the rxe body).
 		step "the device goes away under verified writes (${NVMET_MODULE_ARGS:-own receive queues})"
 		dev=$(host_connect "$ip" 4420)
-		load_start "$dev"
-		rdma_link_delete "${provider}0"
-		wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
-		load_end failed
-		assert_dmesg "nvmet_rdma_rs: device ${provider}0 went away: ended its [1-9][0-9]* queue\(s\)"
-		assert_dmesg "nvmet_rdma_rs: port 1: listener lost \(DeviceRemoval\); re-creating it"
-		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
+		removal_under_load "$transport" "$provider" "$dev"
 	fi
 
 	step "tear down and unload"
@@ -532,6 +525,23 @@ host_lost() {
 	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
 }
 
+# removal_under_load TRANSPORT_MODULE PROVIDER DEVICE: `rdma link delete PROVIDER0` under
+# verified writes to DEVICE (the host's namespace through port 1): the host's own RDMA
+# client drops its controllers on the device, and fio sees I/O errors. Ours must log that
+# its own RDMA client ended the device's queues (before RDMA CM told them) and that port
+# 1's listener was lost, and keep no queue.
+removal_under_load() {
+	load_start "$3"
+	rdma_link_delete "${2}0"
+	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
+	load_end failed
+	if [ "$1" = nvmet_rdma_rs ]; then
+		assert_dmesg "nvmet_rdma_rs: device ${2}0 went away: ended its [1-9][0-9]* queue\(s\)"
+		assert_dmesg "nvmet_rdma_rs: port 1: listener lost \(DeviceRemoval\); re-creating it"
+		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
+	fi
+}
+
 # host_back_limit PROVIDER: seconds to wait for a host to reconnect by itself: 60, or
 # 95 over siw. siw's accept (7.2's siw_accept) sends its MPA reply before it hands the
 # socket to the QP, so a first capsule that arrives in between is left unread in the
@@ -692,17 +702,7 @@ nvmet_teardown_test() {
 	dev=$(host_connect "$RRS_IP4_A" 4420)
 
 	step "(d) rdma link delete under the live port, its queues and running verified writes"
-	load_start "$dev"
-	rdma_link_delete "${provider}0"
-	# The host's own RDMA client drops its controllers on the device; fio sees errors.
-	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
-	load_end failed
-	if [ "$transport" = nvmet_rdma_rs ]; then
-		# The transport's own RDMA client ended the queues before RDMA CM told them.
-		assert_dmesg "nvmet_rdma_rs: device ${provider}0 went away: ended its [1-9][0-9]* queue\(s\)"
-		assert_dmesg "nvmet_rdma_rs: port 1: listener lost \(DeviceRemoval\); re-creating it"
-		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
-	fi
+	removal_under_load "$transport" "$provider" "$dev"
 
 	rdma_link_add "${provider}0" "$provider" veth0
 	probe="nvme discover -t rdma -a $RRS_IP4_A -s 4420"
