@@ -15,20 +15,9 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/suite.sh"
 
-t0=$(date +%s)
-"$REPO_ROOT/scripts/setup-host.sh" || { result setup 1; finish; }
-kbuild=$("$REPO_ROOT/scripts/build-kernel.sh") || { result kernel-build 1; finish; }
-log "kernel ready after $(($(date +%s) - t0))s: $kbuild"
-
-# The modules as `make` builds them, from a copy of the sources (the repository's .ko
-# files are left as they are).
+suite_setup
 moddir=$CACHE_DIR/modules/matrix-$(basename "$kbuild")
-copy_sources "$moddir/src"
-make -C "$moddir/src" KDIR="$kbuild" modules >"$moddir/build.log" 2>&1
-rc=$?
-[ $rc = 0 ] || tail -n 30 "$moddir/build.log"
-result host/modules-build $rc
-[ $rc = 0 ] || finish
+suite_modules_copy "$moddir"
 
 tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-lifecycle-c nvmet-teardown-c})
 for t in "${tests[@]}"; do
