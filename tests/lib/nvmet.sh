@@ -476,8 +476,11 @@ nvmet_lifecycle_test() {
 	echo "nvmet-lifecycle $transport: ok"
 }
 
-# load_start DEVICE: verified random writes to [16 MiB, 32 MiB) of DEVICE for up to 15 s
-# in the background (checked as they go, so a lost acknowledged write shows). fio must
+# load_start DEVICE [SECONDS]: verified random writes to [16 MiB, 32 MiB) of DEVICE for up
+# to SECONDS (default 15) in the background (checked as they go, so a lost acknowledged
+# write shows). An event the load must fail on gets 60: fio ends at the first error
+# anyway, and under KASAN the first writes can come late in a shorter run, so that the
+# run is over before the event lands. fio must
 # not create files: when the device node goes, it would re-open its path between passes
 # and carry on in a file of the same name. Returns once the device has completed writes
 # of the load (fio takes seconds to start under TCG), so the event that follows meets
@@ -487,7 +490,7 @@ load_start() {
 	before=$(awk '{print $5}' "$stat")
 	fio --name=load --filename="$1" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
 		--iodepth=16 --offset=16M --size=16M --verify=crc32c --verify_backlog=64 \
-		--verify_fatal=1 --time_based --runtime=15 --allow_file_create=0 \
+		--verify_fatal=1 --time_based --runtime="${2:-15}" --allow_file_create=0 \
 		--output=/tmp/fio-load.out >/dev/null 2>&1 &
 	LOAD_PID=$!
 	# (or fio ended: then it says why)
@@ -531,7 +534,7 @@ host_lost() {
 # its own RDMA client ended the device's queues (before RDMA CM told them) and that port
 # 1's listener was lost, and keep no queue.
 removal_under_load() {
-	load_start "$3"
+	load_start "$3" 60
 	rdma_link_delete "${2}0"
 	wait_until 60 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! host_ctrl $NQN >/dev/null"
 	load_end failed
@@ -660,7 +663,7 @@ nvmet_teardown_test() {
 	fio_verify "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(a) the host disconnects under load"
-	load_start "$dev"
+	load_start "$dev" 60
 	nvme disconnect -n "$NQN" >/dev/null
 	load_end failed
 	nvmet_assert_idle "$transport"
@@ -690,7 +693,7 @@ nvmet_teardown_test() {
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 
 	step "(e) the namespace is disabled under load; enabled again, the host finds it again"
-	load_start "$dev"
+	load_start "$dev" 60
 	echo 0 >"$ns/enable"
 	load_end failed
 	echo 1 >"$ns/enable"
