@@ -308,7 +308,7 @@ nvmet_io_test() {
 		# The teardown test's device removal (d) on this body's provider and receive
 		# queues (shared ones in the rxe body).
 		step "the device goes away under verified writes (${NVMET_MODULE_ARGS:-own receive queues})"
-		dev=$(host_connect "$ip" 4420)
+		dev=$(host_connect "$ip" 4420 "${REMOVAL_HOST_OPTS[@]}")
 		removal_under_load "$transport" "$provider" "$dev"
 	fi
 
@@ -529,10 +529,14 @@ host_lost() {
 }
 
 # removal_under_load TRANSPORT_MODULE PROVIDER DEVICE: `rdma link delete PROVIDER0` under
-# verified writes to DEVICE (the host's namespace through port 1): the host's own RDMA
-# client drops its controllers on the device, and fio sees I/O errors. Ours must log that
+# verified writes to DEVICE (the host's namespace through port 1, connected with
+# $REMOVAL_HOST_OPTS): the host's own RDMA client drops its controllers on the device, or,
+# when the target's ending of its queues started the host's error recovery first (its
+# removal then misses the controller: seen on KASAN), the host gives up after its 5 s
+# controller-loss timeout; either way fio sees I/O errors. Ours must log that
 # its own RDMA client ended the device's queues (before RDMA CM told them) and that port
 # 1's listener was lost, and keep no queue.
+REMOVAL_HOST_OPTS=(--reconnect-delay=1 --ctrl-loss-tmo=5)
 removal_under_load() {
 	load_start "$3" 60
 	rdma_link_delete "${2}0"
@@ -702,7 +706,7 @@ nvmet_teardown_test() {
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 	host_disconnect
 	nvmet_assert_idle "$transport"
-	dev=$(host_connect "$RRS_IP4_A" 4420)
+	dev=$(host_connect "$RRS_IP4_A" 4420 "${REMOVAL_HOST_OPTS[@]}")
 
 	step "(d) rdma link delete under the live port, its queues and running verified writes"
 	removal_under_load "$transport" "$provider" "$dev"
