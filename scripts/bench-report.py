@@ -5,8 +5,10 @@ usage: bench-report.py RAW_DIR OUT_DIR [--kernel NAME]
 
 Writes OUT_DIR/bench.md (the Markdown tables), OUT_DIR/bench.png (the chart, drawn
 with gnuplot) and OUT_DIR/bench.dat (the chart's data), prints the Markdown, and
-ends with the line `min ratio Rust/C: X.XX`: the smallest Rust/C ratio of the median
-IOPS and MB/s over every fio workload (higher is better for Rust on both).
+ends with the line `min ratio Rust/C: X.XX (±Y.YY)`: the smallest Rust/C ratio of
+IOPS and MB/s over every fio workload (higher is better for Rust on both), each the
+geometric mean of the rounds' paired ratios with its 95% interval (paired_ratio.py).
+`make bench` then prints the counted figure's line after it (count-report.py).
 """
 
 import argparse
@@ -17,6 +19,8 @@ import re
 import statistics
 import subprocess
 import sys
+
+from paired_ratio import paired_ratio
 
 C, RUST = "nvmet-rdma", "nvmet_rdma_rs"
 # The wire operation that bounds each bandwidth workload: a host READ is the target's
@@ -82,6 +86,7 @@ def collect_fio(raw, clk_tck):
     for (transport, name, rnd), ticks in cpu.items():
         m = fio_run(os.path.join(raw, f"fio-{transport}-{name}-{rnd}.json"))
         m["CPU per I/O"] = ticks / clk_tck * 1e6 / m["ios"] if m["ios"] else None
+        m["round"] = int(rnd)
         runs.setdefault((transport, name), []).append(m)
         if name not in order:
             order.append(name)
@@ -180,14 +185,15 @@ def main():
         f"{machine.get('kmemleak')}, KFENCE {machine.get('kfence')}); {machine.get('fio')}, "
         f"perftest {machine.get('perftest')}. Profile {machine.get('profile')}: "
         f"{machine.get('rounds')} round(s) of {machine.get('runtime_s')} s per fio point, "
-        "the two transports alternating; each cell is the median (min–max) over the rounds. "
+        "the two transports alternating; each cell is the median (min–max) over the rounds, "
+        "and Rust/C the geometric mean of the rounds' paired ratios with its 95% t-interval. "
         "Target: null_blk (no data, inline completion); host: kernel nvme-rdma, fio libaio, "
         "direct I/O. CPU per I/O: busy time of the whole guest (host and target side) per "
         "I/O. Rust/C below 1.00 is better on latency and CPU rows, above 1.00 on IOPS and "
         "MB/s. Wire: perftest's figure for the RDMA operation that carries the data.\n"
     )
-    md.append("| workload | metric | C nvmet-rdma | nvmet_rdma_rs | Rust/C | wire (perftest) | Rust/wire |")
-    md.append("|---|---|---:|---:|---:|---:|---:|")
+    md.append("| workload | metric | C nvmet-rdma | nvmet_rdma_rs | Rust/C | 95% interval | wire (perftest) | Rust/wire |")
+    md.append("|---|---|---:|---:|---:|---|---:|---:|")
     throughput_ratios = []
     chart = []
     for w in workloads:
@@ -195,9 +201,12 @@ def main():
         for metric, unit, higher_better in METRICS:
             c = stats([r[metric] for r in runs.get((C, w), [])])
             rs = stats([r[metric] for r in runs.get((RUST, w), [])])
-            ratio = rs[0] / c[0] if c and rs and c[0] else None
+            by_round = {r["round"]: r[metric] for r in runs.get((C, w), [])}
+            pairs = [(r[metric], by_round[r["round"]]) for r in runs.get((RUST, w), [])
+                     if r["round"] in by_round and r[metric] is not None and by_round[r["round"]] is not None]
+            ratio, lo, hi = paired_ratio(pairs)
             if higher_better and ratio is not None:
-                throughput_ratios.append((ratio, w, metric))
+                throughput_ratios.append((ratio, 0.0 if lo is None else (hi - lo) / 2, w, metric))
             wire = wire_ratio = None
             if metric == "MB/s" and w in WIRE_FOR and WIRE_FOR[w] in perftest:
                 ws = stats([r["MB/s"] for r in perftest[WIRE_FOR[w]]])
@@ -206,10 +215,11 @@ def main():
             label = f"{metric} ({unit})" if unit else metric
             md.append(
                 f"| {w} | {label} | {cell(c)} | {cell(rs)} | "
-                f"{'–' if ratio is None else f'{ratio:.2f}'} | {fmt(wire) if wire else ''} | "
+                f"{'–' if ratio is None else f'{ratio:.2f}'} | "
+                f"{'–' if lo is None else f'{lo:.2f}–{hi:.2f}'} | {fmt(wire) if wire else ''} | "
                 f"{'' if wire_ratio is None else f'{wire_ratio:.2f}'} |"
             )
-            row_chart[metric] = (c[0] if c else 0, rs[0] if rs else 0, ratio)
+            row_chart[metric] = (c[0] if c else 0, rs[0] if rs else 0, ratio, lo or ratio, hi or ratio)
         chart.append(row_chart)
 
     md.append("\n## The wire: perftest and the demo pair's bench on the same rxe device\n")
@@ -240,21 +250,22 @@ def main():
     print(f"chart: {os.path.join(args.out, 'bench.png')}")
     if not throughput_ratios:
         sys.exit("bench-report: no fio results for both transports")
-    ratio, w, metric = min(throughput_ratios)
+    ratio, half, w, metric = min(throughput_ratios)
     print(f"(lowest: {w} {metric})")
-    print(f"min ratio Rust/C: {ratio:.2f}")
+    print(f"min ratio Rust/C: {ratio:.2f} (±{half:.2f})")
 
 
 def draw_chart(chart, out):
     """bench.png: IOPS of both transports per workload, and the Rust/C ratios."""
     dat = os.path.join(out, "bench.dat")
     with open(dat, "w") as f:
-        f.write("# workload C_iops Rust_iops iops_ratio p99_ratio cpu_ratio\n")
+        f.write("# workload C_iops Rust_iops iops_ratio lo hi p99_ratio lo hi cpu_ratio lo hi\n")
         for row in chart:
-            c, r, ratio = row["IOPS"]
-            p99 = row["clat p99"][2]
-            cpu = row["CPU per I/O"][2]
-            f.write(f"{row['w']} {c} {r} {ratio or 0} {p99 or 0} {cpu or 0}\n")
+            c, r = row["IOPS"][:2]
+            cols = []
+            for metric in ("IOPS", "clat p99", "CPU per I/O"):
+                cols += [v or 0 for v in row[metric][2:]]
+            f.write(f"{row['w']} {c} {r} " + " ".join(str(v) for v in cols) + "\n")
     script = f"""
 set terminal pngcairo size 1200,900 font ',10'
 set output '{os.path.join(out, 'bench.png')}'
@@ -269,9 +280,10 @@ set title 'IOPS (median): C nvmet-rdma vs nvmet\\_rdma\\_rs over rxe'
 set logscale y
 plot '{dat}' using 2:xtic(1) title 'C nvmet-rdma', '' using 3 title 'nvmet\\_rdma\\_rs'
 unset logscale y
-set title 'Rust/C (IOPS: higher is better; p99 latency and CPU per I/O: lower is better)'
+set title 'Rust/C with 95% intervals over the paired rounds (IOPS: higher is better; p99 latency and CPU per I/O: lower is better)'
+set style histogram errorbars gap 1 lw 1
 set yrange [0:*]
-plot '{dat}' using 4:xtic(1) title 'IOPS', '' using 5 title 'clat p99', '' using 6 title 'CPU per I/O', 1 with lines lw 2 lc 'black' title '1.00'
+plot '{dat}' using 4:5:6:xtic(1) title 'IOPS', '' using 7:8:9 title 'clat p99', '' using 10:11:12 title 'CPU per I/O', 1 with lines lw 2 lc 'black' title '1.00'
 unset multiplot
 """
     subprocess.run(["gnuplot"], input=script, text=True, check=True)

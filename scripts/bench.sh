@@ -2,41 +2,62 @@
 # make bench: C nvmet-rdma against nvmet_rdma_rs with fio through the kernel NVMe/RDMA
 # host, beside perftest and the demo pair's bench on the same rxe device, in one VM
 # booted from the benchmark kernel (kernel/debug.config + kernel/bench.config: no
-# lockdep, kmemleak, KFENCE or SLUB debugging). Writes bench.md (tables), bench.png
-# (chart) and the raw results to OUT_DIR, prints the tables, and ends with the line
-# `min ratio Rust/C: X.XX`. Measures; asserts no speed.
+# lockdep, kmemleak, KFENCE or SLUB debugging); then the same transports counted: a
+# second VM under QEMU's instruction count with the insn-count plugin
+# (tests/bench/count-guest.sh, scripts/count-report.py), whose instructions per I/O do
+# not move with the host's load. Writes bench.md (wall-clock tables), bench.png (chart),
+# count.md and count-split.md (the counted figure, and where it goes by module and
+# function) and the raw results to OUT_DIR, prints the tables, and ends with the line
+# `min ratio Rust/C: X.XX (±Y.YY)` of the counted figure. Measures; asserts no speed.
 #
-# usage: bench.sh [--smoke | --profile] [--rounds N] [--seconds S] [-o OUT_DIR]
+# usage: bench.sh [--smoke | --profile | --counted] [--compare REV] [--rounds N] [--seconds S] [-o OUT_DIR]
 #   --smoke    one short point per tool on the test kernel and the modules as `make`
-#              built them (what make check runs so that this script cannot rot)
+#              built them, and a counted run of one point over two small rounds (what
+#              make check runs so that this script cannot rot)
 #   --profile  no tables: perf profiles (cpu-clock, whole guest) of 4 KiB random read and
 #              write at depth 32 with each transport on the benchmark kernel, printed side
 #              by side (make bench-profile); --seconds is the profiled run's length, 10 by
 #              default; --rounds does not apply
-#   --rounds   rounds of every point (default 3; smoke 1)
-#   --seconds  fio run time per point and round (default 10; smoke 2)
+#   --counted  the counted figure only (no wall-clock VM)
+#   --compare REV  the counted figure only, of nvmet_rdma_rs as REV (any git revision)
+#              builds it against nvmet_rdma_rs as the working tree builds it, alternating
+#              in one VM: judges a change against its parent (`--compare HEAD~1`)
+#   --rounds   rounds of every point (default 3 wall-clock, 5 counted; smoke 1 and 2)
+#   --seconds  fio run time per wall-clock point and round (default 10; smoke 2)
 #   -o       default: $CACHE_DIR/bench/<date>-<profile>; $CACHE_DIR/bench/latest links to it
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-profile=full out= rounds= seconds=
+profile=full out= rounds= seconds= compare= moddir=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) profile=smoke ;;
 	--profile) profile=profile ;;
+	--counted) profile=counted ;;
+	--compare) profile=counted compare=$2; shift ;;
 	--rounds) rounds=$2; shift ;;
 	--seconds) seconds=$2; shift ;;
 	-o) out=$2; shift ;;
-	*) die "usage: bench.sh [--smoke | --profile] [--rounds N] [--seconds S] [-o OUT_DIR]" ;;
+	*) die "usage: bench.sh [--smoke | --profile | --counted] [--compare REV] [--rounds N] [--seconds S] [-o OUT_DIR]" ;;
 	esac
 	shift
 done
 [[ -z "$rounds" || "$rounds" =~ ^[1-9][0-9]?$ ]] || die "--rounds: 1..99"
 [[ -z "$seconds" || "$seconds" =~ ^[1-9][0-9]{0,2}$ ]] || die "--seconds: 1..999"
-if [ $profile = smoke ]; then rounds=${rounds:-1} seconds=${seconds:-2}; fi
+# counted: rounds, I/Os of the two windows, points (all when none)
+if [ $profile = smoke ]; then
+	count_args=("${rounds:-2}" 200 600 randread-4k-qd32)
+	rounds=${rounds:-1} seconds=${seconds:-2}
+else
+	count_args=("${rounds:-5}" 2000 6000)
+fi
 rounds=${rounds:-3} seconds=${seconds:-10}
 guest_args=("$profile" "$rounds" "$seconds")
 out=${out:-$CACHE_DIR/bench/$(date +%Y%m%d-%H%M%S)-$profile}
+if [ -n "$compare" ]; then
+	compare_sha=$(git -C "$REPO_ROOT" rev-parse --verify "$compare^{commit}") || die "--compare: no revision $compare"
+	count_args+=(--compare)
+fi
 
 "$REPO_ROOT/scripts/setup-host.sh" >&2
 vm_args=()
@@ -58,6 +79,31 @@ else
 fi
 
 mkdir -p "$out"
+plugin=$("$REPO_ROOT/scripts/build-insn-count.sh")
+
+# counted_run: the counted VM (instructions per I/O) and its report, count.md.
+counted_run() {
+	local vm_extra=()
+	if [ -n "$compare" ]; then
+		local base=$CACHE_DIR/compare/$compare_sha
+		rm -rf "$base" && mkdir -p "$base/src" "$base/ko"
+		git -C "$REPO_ROOT" archive "$compare_sha" | tar -x -C "$base/src"
+		log "building nvmet_rdma_rs of $compare ($compare_sha) for $(basename "$kbuild")"
+		make -s -C "$base/src" KDIR="$kbuild" modules >&2
+		cp "$base/src/nvmet_rdma_rs/nvmet_rdma_rs.ko" "$base/ko/"
+		vm_extra=(-x "$base/ko")
+	fi
+	# (about 1.5 s of host time per 1000 I/Os of 4 KiB, more for 128 KiB)
+	RRS_VM_COUNT=$plugin "$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" "${vm_extra[@]}" ${moddir:+-m "$moddir"} \
+		-t $((900 + count_args[0] * 600)) -o "$out/count-vm" \
+		"$REPO_ROOT/tests/bench/count-guest.sh" "${count_args[@]}" >&2
+	python3 "$REPO_ROOT/scripts/count-report.py" "$out/count-vm" "$out"
+}
+
+if [ $profile = counted ]; then
+	counted_run
+	exit 0
+fi
 if [ $profile = profile ]; then
 	# (per transport and direction: a warm-up, the run, perf's reports)
 	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir" -t $((600 + seconds * 8)) -o "$out/vm" \
@@ -80,3 +126,4 @@ fi
 mkdir -p "$CACHE_DIR/bench"
 ln -sfn "$(realpath "$out")" "$CACHE_DIR/bench/latest"
 python3 "$REPO_ROOT/scripts/bench-report.py" --kernel "$(basename "$kbuild")" "$out/vm/raw" "$out"
+counted_run

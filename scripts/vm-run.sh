@@ -6,27 +6,35 @@
 # (crash, hang, timeout), or when the kernel log shows a splat or an unexpected
 # taint (see scripts/scan-kernel-log.py).
 #
-# usage: vm-run.sh [-k KERNEL_BUILD] [-m MODULES_DIR | -M MODULE_TREE] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
+# usage: vm-run.sh [-k KERNEL_BUILD] [-m MODULES_DIR | -M MODULE_TREE] [-x DIR] [-t TIMEOUT_S] [-o RUN_DIR] [-v] TEST_SCRIPT [ARGS...]
 #   -k  kernel build directory (default: scripts/build-kernel.sh's output)
 #   -m  a directory holding the project's modules built for that kernel (default: the
 #       repository, as plain `make` builds them)
 #   -M  boot with this module tree (INSTALL_MOD_PATH of the kernel's modules_install and
 #       of the project's `make modules_install`) instead of the kernel's own plus the
 #       project's .ko files: the guest loads the modules as installed
+#   -x  files the guest needs besides the modules: DIR's files are copied to RUN_DIR/extra
+#       (the guest's /run/results/extra)
 #   -t  wall-clock limit for the whole VM run, seconds (default 600)
 #   -o  where to keep serial.log, test.log, dmesg.txt, status and verdict (default: a new dir under $CACHE_DIR/runs)
 #   -v  also print the serial console while the VM runs
 # Environment: RRS_ACCEL=kvm|tcg forces the accelerator (default: probe KVM once, else TCG);
-#              RRS_VM_MEM (MiB, default 4096), RRS_VM_CPUS (default: host cores, at most 4).
+#              RRS_VM_MEM (MiB, default 4096), RRS_VM_CPUS (default: host cores, at most 4);
+#              RRS_VM_COUNT=PLUGIN counts the guest's instructions (bench --counted): one
+#              vCPU, single-threaded TCG with a clock that advances one nanosecond per
+#              instruction (-icount shift=0,sleep=off), and the insn-count plugin
+#              (scripts/insn-count) writing to RUN_DIR/insn-count.txt; the marker program
+#              beside the plugin (insn-mark) goes to the guest as /run/results/insn-mark.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kbuild= moddir= modtree= timeout_s=600 run_dir= verbose=0
-while getopts "k:m:M:t:o:v" opt; do
+kbuild= moddir= modtree= extra= timeout_s=600 run_dir= verbose=0
+while getopts "k:m:M:x:t:o:v" opt; do
 	case $opt in
 	k) kbuild=$OPTARG ;;
 	m) moddir=$OPTARG ;;
 	M) modtree=$(realpath "$OPTARG") ;;
+	x) extra=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
 	o) run_dir=$OPTARG ;;
 	v) verbose=1 ;;
@@ -34,7 +42,7 @@ while getopts "k:m:M:t:o:v" opt; do
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || die "usage: vm-run.sh [-k KBUILD] [-m MODDIR | -M MODTREE] [-t SECS] [-o DIR] [-v] TEST_SCRIPT [ARGS...]"
+[ $# -ge 1 ] || die "usage: vm-run.sh [-k KBUILD] [-m MODDIR | -M MODTREE] [-x DIR] [-t SECS] [-o DIR] [-v] TEST_SCRIPT [ARGS...]"
 test_script=$(realpath "$1")
 shift
 [ -f "$test_script" ] || die "no such test script: $test_script"
@@ -65,6 +73,10 @@ if [ -n "$moddir" ]; then
 	find "$moddir" -name '*.ko' -exec cp {} "$run_dir/modules/" \;
 	[ -n "$(ls "$run_dir/modules")" ] || die "no modules (*.ko) under $moddir"
 fi
+if [ -n "$extra" ]; then
+	mkdir "$run_dir/extra"
+	cp -r "$extra"/. "$run_dir/extra/"
+fi
 
 accel=$("$REPO_ROOT/scripts/vm-accel.sh" "$bzimage")
 cpus=${RRS_VM_CPUS:-$(($(nproc) > 4 ? 4 : $(nproc)))}
@@ -73,6 +85,16 @@ case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 *) accel_args=(-accel tcg,thread=multi -cpu max) ;;
 esac
+if [ -n "${RRS_VM_COUNT:-}" ]; then
+	[ -f "$RRS_VM_COUNT" ] || die "no insn-count plugin at $RRS_VM_COUNT"
+	cp "$(dirname "$RRS_VM_COUNT")/insn-mark" "$run_dir/"
+	# (-icount needs single-threaded TCG; QEMU 7.2 shares the instruction budget
+	# unfairly between vCPUs under it, hence one; the guest's clocks, RTC and random
+	# numbers then follow the instruction count, not the host)
+	accel=tcg-icount cpus=1
+	accel_args=(-accel tcg,thread=single -cpu max -icount shift=0,align=off,sleep=off
+		-rtc clock=vm -seed 1 -plugin "$RRS_VM_COUNT,out=$run_dir/insn-count.txt")
+fi
 
 # Unknown key=value kernel parameters become the environment of init.
 cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"

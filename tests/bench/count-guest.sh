@@ -1,0 +1,134 @@
+#!/bin/bash
+# The guest half of `make bench --counted` (scripts/bench.sh boots it with vm-run.sh
+# under RRS_VM_COUNT: one vCPU, -icount, the insn-count plugin). For each round, the C
+# nvmet-rdma and nvmet_rdma_rs in turn (the order alternates: A B B A ...) serve a
+# null_blk namespace over rxe to the kernel NVMe/RDMA host, and for every point fio does
+# a warm-up run, then a run of N1 I/Os and one of N2 I/Os, each between two markers
+# (/run/results/insn-mark). The plugin counts every instruction the guest executes in
+# each window, per translated block; the host takes (W(N2) - W(N1)) / (N2 - N1) as the
+# cost of one I/O, so fio's start and exit, the markers themselves and anything else
+# that is the same in both windows cancel out.
+#
+# Raw results in /run/results/raw: marks.txt (one line per marker, in the plugin's
+# interval order), fio JSON, kallsyms (the whole table at the end, and each transport's
+# own lines while it is loaded). Nothing here judges a speed.
+#
+# usage (guest): count-guest.sh ROUNDS N1 N2 [--compare] [POINT...]
+#   --compare  the pair is nvmet_rdma_rs as built from another revision (vm-run.sh -x put
+#              it in /run/results/extra/nvmet_rdma_rs.ko; labelled nvmet_rdma_rs-base)
+#              and nvmet_rdma_rs as built now, instead of the C nvmet-rdma and ours
+# (the C transport's teardown can make lockdep report the chain below on the test kernel)
+# rrs-known-report: c-nvmet-rdma-connect-in-cm-handler
+. "$RRS_REPO/scripts/guest/lib.sh"
+. "$RRS_REPO/tests/lib/nvmet.sh"
+
+rounds=${1:-3} n1=${2:-2000} n2=${3:-6000}
+shift 3
+pair=(nvmet-rdma nvmet_rdma_rs)
+if [ "${1:-}" = --compare ]; then
+	pair=(nvmet_rdma_rs-base nvmet_rdma_rs)
+	[ -f /run/results/extra/nvmet_rdma_rs.ko ] || fail "--compare: no /run/results/extra/nvmet_rdma_rs.ko"
+	shift
+fi
+raw=/run/results/raw
+mark=/run/results/insn-mark
+mkdir -p "$raw"
+[ -x "$mark" ] || fail "no $mark: boot with RRS_VM_COUNT"
+
+# name|fio options (4 KiB rows at depth 1 and 32, 128 KiB sequential at 16)
+ALL_POINTS=(
+	"randread-4k-qd1|--rw=randread --bs=4k --iodepth=1"
+	"randread-4k-qd32|--rw=randread --bs=4k --iodepth=32"
+	"randwrite-4k-qd1|--rw=randwrite --bs=4k --iodepth=1"
+	"randwrite-4k-qd32|--rw=randwrite --bs=4k --iodepth=32"
+	"seqread-128k-qd16|--rw=read --bs=128k --iodepth=16"
+	"seqwrite-128k-qd16|--rw=write --bs=128k --iodepth=16"
+)
+points=()
+if [ $# -gt 0 ]; then
+	for want in "$@"; do
+		for p in "${ALL_POINTS[@]}"; do [ "${p%%|*}" = "$want" ] && points+=("$p"); done
+	done
+	[ ${#points[@]} = $# ] || fail "unknown point among: $*"
+else
+	points=("${ALL_POINTS[@]}")
+fi
+
+{
+	echo "profile counted"
+	echo "pair ${pair[*]}"
+	echo "rounds $rounds"
+	echo "n1 $n1"
+	echo "n2 $n2"
+	echo "cpus $(nproc)"
+	echo "accel $RRS_ACCEL"
+	echo "kernel $(uname -r)"
+	echo "fio $(fio --version)"
+	echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+} >"$raw/machine.txt"
+
+# mark KIND LABEL: ends the plugin's current interval (KIND total or detail); LABEL
+# names the interval that ends here.
+mark() {
+	echo "$1 $2" >>"$raw/marks.txt"
+	"$mark" "$1"
+}
+
+# window TRANSPORT ROUND NAME N DEVICE OPTIONS: one counted fio run of N I/Os.
+window() {
+	local transport=$1 round=$2 name=$3 n=$4 dev=$5 opts=$6 out
+	out=/tmp/fio-$transport-$name-$round-$n.json
+	mark total "gap"
+	# shellcheck disable=SC2086  # the options are words
+	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 --number_ios="$n" \
+		--size=4g --norandommap --randseed=1 --output-format=json --output="$out" $opts \
+		>/dev/null 2>/tmp/fio.err || { cat /tmp/fio.err; fail "fio $name over $transport failed"; }
+	mark detail "$transport $name $round $n"
+	cp "$out" "$raw/"
+}
+
+veth_setup
+rdma_link_add rxe0 rxe veth0
+modprobe nvmet
+modprobe nvme-rdma
+# No data kept, completions inline: the backend costs as little as it can.
+modprobe null_blk nr_devices=1 queue_mode=2 irqmode=0 submit_queues=1 gb=4
+: >"$raw/marks.txt"
+
+for ((round = 1; round <= rounds; round++)); do
+	step "round $round of $rounds"
+	order=("${pair[@]}")
+	((round % 2)) || order=("${pair[1]}" "${pair[0]}")
+	for transport in "${order[@]}"; do
+		module=${transport%-base}
+		if [ "$transport" = nvmet_rdma_rs-base ]; then
+			insmod /run/results/extra/nvmet_rdma_rs.ko
+		else
+			modprobe "$transport"
+		fi
+		nvmet_subsystem "$NQN"
+		nvmet_namespace "$NQN" 1 /dev/nullb0
+		nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+		nvmet_link 1 "$NQN"
+		dev=$(host_connect "$RRS_IP4_A" 4420 --nr-io-queues=1)
+		grep -F "[${module//-/_}]" /proc/kallsyms >"$raw/kallsyms-$transport-$round.txt"
+		for point in "${points[@]}"; do
+			IFS='|' read -r name opts <<<"$point"
+			# (a warm-up: the transport's pools and the host's first I/Os)
+			# shellcheck disable=SC2086
+			fio --name=warm --filename="$dev" --ioengine=libaio --direct=1 --number_ios="$n1" \
+				--size=4g --norandommap --randseed=2 --output=/dev/null $opts ||
+				fail "warm-up $name over $transport failed"
+			window "$transport" "$round" "$name" "$n1" "$dev" "$opts"
+			window "$transport" "$round" "$name" "$n2" "$dev" "$opts"
+			echo "  $transport round $round $name done"
+		done
+		host_disconnect
+		nvmet_clear
+		rmmod "$module"
+	done
+done
+mark total "end"
+# Everything but the transports, which come and go (their lines are above).
+grep -v -e '\[nvmet_rdma\]' -e '\[nvmet_rdma_rs\]' /proc/kallsyms >"$raw/kallsyms.txt"
+echo "count: raw results in $raw"
