@@ -14,6 +14,8 @@ suite_setup
 # Host-side checks.
 python3 "$REPO_ROOT/tests/host/test_scan_kernel_log.py" -q
 result host/scan-kernel-log $?
+python3 "$REPO_ROOT/tests/host/test_count_report.py" -q
+result host/count-report $?
 
 make -s -C "$REPO_ROOT" fmt-check
 result host/rustfmt $?

@@ -21,6 +21,7 @@ adjacent runs, alternating order); the interval is Student's t over the rounds' 
 
 import argparse
 import bisect
+import json
 import os
 import re
 import statistics
@@ -216,6 +217,7 @@ def main():
             per_round.append(f"| {p} | {t} | " + " | ".join(
                 f"{d[k]:,.0f}" if k in d else "–" for k in sorted(rounds)) + " |")
     md.extend(per_round)
+    md.extend(guest_time_table(raw, points, sorted(rounds), n2, what))
 
     draw_chart(dat, args.out, what)
     # (the smoke measures one point: split that one)
@@ -231,6 +233,36 @@ def main():
     g, half, p = worst
     print(f"(lowest: {p})")
     print(f"min ratio {what}: {g:.2f} (±{half:.2f})")
+
+
+def guest_time_table(raw, points, rounds, n2, what):
+    """IOPS in guest time (fio's own figure under -icount) of the N2 windows: the same runs
+    judged by the clock instead of the plugin, for comparison with the counted figure."""
+    def iops(t, p, rnd):
+        path = os.path.join(raw, f"fio-{t}-{p}-{rnd}-{n2}.json")
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            text = f.read()
+        data = json.loads(text[text.index("{"):])
+        return sum(j[d]["iops"] for j in data["jobs"] for d in ("read", "write"))
+
+    out = ["\nIOPS in guest time (fio's figure under `-icount`: one guest nanosecond per "
+           "instruction, idle time skipped to the next timer), same windows:\n",
+           f"| point | {C} IOPS | spread | {RUST} IOPS | spread | {what} | 95% interval |",
+           "|---|---:|---:|---:|---:|---:|---|"]
+    for p in points:
+        c = {r: iops(C, p, r) for r in rounds}
+        n = {r: iops(RUST, p, r) for r in rounds}
+        cv, nv = [v for v in c.values() if v], [v for v in n.values() if v]
+        if not cv or not nv:
+            continue
+        g, lo, hi = paired_ratio([(n[r], c[r]) for r in rounds if c[r] and n[r]])
+        cm, nm = statistics.median(cv), statistics.median(nv)
+        out.append(f"| {p} | {cm:,.0f} | {(max(cv) - min(cv)) / cm:.2%} | {nm:,.0f} | "
+                   f"{(max(nv) - min(nv)) / nm:.2%} | {g:.3f} | "
+                   f"{'–' if lo is None else f'{lo:.3f}–{hi:.3f}'} |")
+    return out
 
 
 def draw_chart(dat, out, what):

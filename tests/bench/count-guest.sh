@@ -31,9 +31,11 @@ if [ "${1:-}" = --compare ]; then
 	shift
 fi
 raw=/run/results/raw
-mark=/run/results/insn-mark
 mkdir -p "$raw"
-[ -x "$mark" ] || fail "no $mark: boot with RRS_VM_COUNT"
+[ -x /run/results/insn-mark ] || fail "no /run/results/insn-mark: boot with RRS_VM_COUNT"
+# (from the tmpfs, so that running it reads nothing over 9p)
+mark=/tmp/insn-mark
+cp /run/results/insn-mark "$mark"
 
 # name|fio options (4 KiB rows at depth 1 and 32, 128 KiB sequential at 16)
 ALL_POINTS=(

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Unit tests of scripts/count-report.py and scripts/paired_ratio.py on a made-up counted
+run: known block counts in, known instructions per I/O, ratios and split out."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+from paired_ratio import paired_ratio  # noqa: E402
+
+# Kernel text: one vmlinux function, one each in rxe and in the two transports.
+KALLSYMS = """ffffffff81000000 T copy_page
+ffffffff81001000 T after_copy_page
+ffffffffc0100000 t rxe_requester\t[rdma_rxe]
+ffffffffc0101000 t rxe_end\t[rdma_rxe]
+"""
+C_SYMS = "ffffffffc0200000 t nvmet_rdma_recv_done\t[nvmet_rdma]\nffffffffc0201000 t nvmet_rdma_end\t[nvmet_rdma]\n"
+RS_SYMS = ("ffffffffc0200000 t _RNvNtCs1a_10nvmet_rdma7command9recv_done\t[nvmet_rdma_rs]\n"
+           "ffffffffc0201000 t end\t[nvmet_rdma_rs]\n")
+
+
+def window(seq, blocks):
+    """One detailed interval of the plugin's output; blocks: {vaddr: (insns, execs)}."""
+    total = sum(i * e for i, e in blocks.values())
+    lines = [f"interval {seq} total {total} blocks {len(blocks)}"]
+    lines += [f"b {v:x} {i} {e}" for v, (i, e) in blocks.items()]
+    return lines + [f"end {seq}"]
+
+
+def make_run(root, costs, n1=100, n2=300):
+    """A run directory whose cost per I/O for (transport, round) is costs[...]: every I/O
+    runs 10 transport instructions, 20 in rxe, the rest in copy_page and user space."""
+    raw = os.path.join(root, "raw")
+    os.makedirs(raw)
+    marks, out, seq = [], [], 0
+    for rnd in (1, 2, 3):
+        for t in ("nvmet-rdma", "nvmet_rdma_rs"):
+            for n in (n1, n2):
+                marks.append("total gap")
+                out += [f"interval {seq} total 999 blocks 1", f"end {seq}"]
+                seq += 1
+                per_io = costs[(t, rnd)]
+                # a fixed 5000 in each window (fio's start) that the difference cancels
+                blocks = {
+                    0xffffffffc0200010: (10, n),
+                    0xffffffffc0100020: (20, n),
+                    0xffffffff81000100: (per_io - 10 - 20 - 4, n),
+                    0x401000: (4, n),
+                    0x402000: (5000, 1),
+                }
+                marks.append(f"detail {t} randread-4k-qd1 {rnd} {n}")
+                out += window(seq, blocks)
+                seq += 1
+            with open(os.path.join(raw, f"kallsyms-{t}-{rnd}.txt"), "w") as f:
+                f.write(C_SYMS if t == "nvmet-rdma" else RS_SYMS)
+    with open(os.path.join(raw, "marks.txt"), "w") as f:
+        f.write("\n".join(marks) + "\n")
+    with open(os.path.join(root, "insn-count.txt"), "w") as f:
+        f.write("\n".join(out) + "\n")
+    with open(os.path.join(raw, "kallsyms.txt"), "w") as f:
+        f.write(KALLSYMS)
+    with open(os.path.join(raw, "machine.txt"), "w") as f:
+        f.write(f"profile counted\npair nvmet-rdma nvmet_rdma_rs\nrounds 3\nn1 {n1}\nn2 {n2}\n"
+                "kernel 7.2.13\nfio fio-3.33\n")
+
+
+class PairedRatio(unittest.TestCase):
+    def test_equal_pairs_have_no_width(self):
+        r, lo, hi = paired_ratio([(2.0, 1.0), (4.0, 2.0), (6.0, 3.0)])
+        self.assertAlmostEqual(r, 2.0)
+        self.assertAlmostEqual(lo, 2.0)
+        self.assertAlmostEqual(hi, 2.0)
+
+    def test_one_pair_has_no_interval(self):
+        self.assertEqual(paired_ratio([(3.0, 2.0)])[1:], (None, None))
+
+    def test_interval_is_symmetric_in_logs_and_widens_with_spread(self):
+        r, lo, hi = paired_ratio([(1.1, 1.0), (0.9, 1.0), (1.0, 1.0)])
+        self.assertAlmostEqual(lo * hi, r * r, places=9)
+        _, lo2, hi2 = paired_ratio([(1.2, 1.0), (0.8, 1.0), (1.0, 1.0)])
+        self.assertLess(lo2, lo)
+        self.assertGreater(hi2, hi)
+
+
+class CountReport(unittest.TestCase):
+    def run_report(self, costs):
+        tmp = tempfile.mkdtemp()
+        make_run(os.path.join(tmp, "run"), costs)
+        out = os.path.join(tmp, "out")
+        res = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "count-report.py"),
+                              os.path.join(tmp, "run"), out], capture_output=True, text=True)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        return res.stdout, out
+
+    def test_cost_per_io_ratio_and_split(self):
+        costs = {("nvmet-rdma", r): 1000 for r in (1, 2, 3)}
+        costs.update({("nvmet_rdma_rs", r): 980 for r in (1, 2, 3)})
+        stdout, out = self.run_report(costs)
+        # (W(300) - W(100)) / 200: the fixed 5000 cancels; C/Rust = 1000/980
+        self.assertIn("| randread-4k-qd1 | 1,000 | 0.00% | 980 | 0.00% | 1.020 | 1.020–1.020 |", stdout)
+        self.assertEqual(stdout.strip().splitlines()[-1], "min ratio Rust/C: 1.02 (±0.00)")
+        with open(os.path.join(out, "count-split.md")) as f:
+            split = f.read()
+        self.assertIn("| transport | 10 | 10 | +0 |", split)
+        self.assertIn("| rxe | 20 | 20 | +0 |", split)
+        self.assertIn("| user space (fio) | 4 | 4 | +0 |", split)
+        self.assertIn("| kernel (vmlinux) | 966 | 946 | -20 |", split)
+        self.assertIn("`copy_page` [vmlinux] | 966 | 946 | -20 |", split)
+        self.assertIn("`nvmet_rdma::command::recv_done` | 10 |", split)
+        self.assertTrue(os.path.getsize(os.path.join(out, "count.png")) > 0)
+
+    def test_spread_between_rounds_widens_the_interval(self):
+        costs = {("nvmet-rdma", r): 1000 for r in (1, 2, 3)}
+        costs.update({("nvmet_rdma_rs", 1): 950, ("nvmet_rdma_rs", 2): 1000, ("nvmet_rdma_rs", 3): 1050})
+        stdout, _ = self.run_report(costs)
+        line = stdout.strip().splitlines()[-1]
+        self.assertRegex(line, r"^min ratio Rust/C: 1\.00 \(±0\.[0-9][0-9]\)$")
+        self.assertNotEqual(line, "min ratio Rust/C: 1.00 (±0.00)")
+        self.assertIn("| 1,000 | 10.00% |", stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
