@@ -19,7 +19,10 @@
 #                     runs it over rxe), and the C controls of the lifecycle and teardown
 #                     tests; prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
-#                     non-debug kernel; ends with "min ratio Rust/C: X.XX"
+#                     non-debug kernel, then instructions per I/O counted under -icount;
+#                     ends with "min ratio Rust/C: X.XX (±Y.YY)" of the counted figure
+#   make bench-counted   the counted figure only;  make bench-compare REV=HEAD~1: ours at
+#                     REV against ours now, counted, in one VM
 #   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side
 #   make setup        host packages and toolchain only;  make kernel: the pinned kernel only
 #   make fuzz         fuzzes nvmet_rdma_rs/wire.rs for 10 minutes (FUZZ_SECONDS=...)
@@ -39,7 +42,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client
 KBUILD_ENV = KDIR="$(KDIR)" CLIPPY="$(CLIPPY)" INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
 	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)"
 
-.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-matrix bench bench-profile fuzz hostile-random fmt fmt-check clean
+.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-matrix bench bench-profile bench-counted bench-compare fuzz hostile-random fmt fmt-check clean
 
 all: modules
 
@@ -75,6 +78,12 @@ bench:
 
 bench-profile:
 	$(SCRIPTS)/bench.sh --profile
+
+bench-counted:
+	$(SCRIPTS)/bench.sh --counted
+
+bench-compare:
+	$(SCRIPTS)/bench.sh --compare $(or $(REV),HEAD~1)
 
 FUZZ_SECONDS ?= 600
 fuzz: setup
