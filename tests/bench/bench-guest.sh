@@ -123,15 +123,24 @@ serve() {
 
 # perftest_point ROUND NAME PROGRAM OPTIONS: server and client on rxe0, over RDMA CM.
 perftest_point() {
-	local round=$1 name=$2 prog=$3 opts=$4 server
+	local round=$1 name=$2 prog=$3 opts=$4 server try
 	# shellcheck disable=SC2086
 	stdbuf -o0 $prog -R -d rxe0 $opts >"/tmp/perftest-server.out" 2>&1 &
 	server=$!
 	# A client that comes before the server listens is rejected: wait for its banner.
 	wait_until 30 grep -q "Waiting for client" /tmp/perftest-server.out
-	# shellcheck disable=SC2086
-	$prog -R -d rxe0 $opts "$RRS_IP4_A" >"$raw/perftest-$name-$round.txt" 2>&1 ||
-		{ cat "$raw/perftest-$name-$round.txt" /tmp/perftest-server.out; fail "$prog $opts failed"; }
+	# Even then, on a busy host, the client can come before the listen (REJECTED, and
+	# perftest's client may crash on it): the server still waits, so try again.
+	for try in 1 2 3; do
+		# shellcheck disable=SC2086
+		$prog -R -d rxe0 $opts "$RRS_IP4_A" >"$raw/perftest-$name-$round.txt" 2>&1 && break
+		if [ $try = 3 ] || ! kill -0 "$server" 2>/dev/null; then
+			cat "$raw/perftest-$name-$round.txt" /tmp/perftest-server.out
+			fail "$prog $opts failed"
+		fi
+		echo "  perftest $name: client attempt $try failed, the server still waits: again"
+		sleep 2
+	done
 	wait "$server" || { cat /tmp/perftest-server.out; fail "$prog server $opts failed"; }
 	echo "  perftest round $round $name done"
 }
