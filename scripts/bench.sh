@@ -4,8 +4,8 @@
 # booted from the benchmark kernel (kernel/debug.config + kernel/bench.config: no
 # lockdep, kmemleak, KFENCE or SLUB debugging); then the same transports counted: a
 # second VM under QEMU's instruction count with the insn-count plugin
-# (tests/bench/count-guest.sh, scripts/count-report.py), whose instructions per I/O do
-# not move with the host's load. Writes bench.md (wall-clock tables), bench.png (chart),
+# (tests/bench/count-guest.sh, scripts/count-report.py), whose instructions per I/O move
+# far less with the host's load than time does (Documentation/bench.md: how much). Writes bench.md (wall-clock tables), bench.png (chart),
 # count.md and count-split.md (the counted figure, and where it goes by module and
 # function) and the raw results to OUT_DIR, prints the tables, and ends with the line
 # `min ratio Rust/C: X.XX (±Y.YY)` of the counted figure. Measures; asserts no speed.
@@ -93,7 +93,7 @@ counted_run() {
 		cp "$base/src/nvmet_rdma_rs/nvmet_rdma_rs.ko" "$base/ko/"
 		vm_extra=(-x "$base/ko")
 	fi
-	# (about 1.5 s of host time per 1000 I/Os of 4 KiB, more for 128 KiB)
+	# (a round of all six points takes about 4.5 minutes on a quiet host, up to 12 on a busy one)
 	RRS_VM_COUNT=$plugin "$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" "${vm_extra[@]}" ${moddir:+-m "$moddir"} \
 		-t $((900 + count_args[0] * 600)) -o "$out/count-vm" \
 		"$REPO_ROOT/tests/bench/count-guest.sh" "${count_args[@]}" >&2
