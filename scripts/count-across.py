@@ -22,19 +22,8 @@ spec.loader.exec_module(count_report)
 
 def costs(run):
     """({(point, transport): {round: insns per I/O}}, pair) of one counted run."""
-    raw = os.path.join(run, "raw")
-    with open(os.path.join(raw, "machine.txt")) as f:
-        machine = dict(line.rstrip("\n").partition(" ")[::2] for line in f)
-    n1, n2 = int(machine["n1"]), int(machine["n2"])
-    labels = count_report.read_marks(os.path.join(raw, "marks.txt"))
-    windows = count_report.read_intervals(os.path.join(run, "insn-count.txt"), labels)
-    out = {}
-    for label, (total, _) in windows.items():
-        transport, point, rnd, n = label.split()
-        w1 = windows.get(f"{transport} {point} {rnd} {n1}")
-        if int(n) == n2 and w1:
-            out.setdefault((point, transport), {})[int(rnd)] = (total - w1[0]) / (n2 - n1)
-    return out, machine.get("pair", "nvmet-rdma nvmet_rdma_rs").split()
+    r = count_report.read_run(run)
+    return {(p, t): by_round for (t, p), by_round in r["cost"].items()}, r["pair"]
 
 
 def main():

@@ -130,6 +130,27 @@ def demangle(names):
     return {n: re.sub(r"\[[0-9a-f]+\]", "", d) for n, d in zip(names, out)}
 
 
+def read_run(run):
+    """One counted run: machine.txt, the detailed windows by label, the measured pair, and
+    cost[(transport, point)][round] = (W(N2) - W(N1)) / (N2 - N1), in the run's order."""
+    raw = os.path.join(run, "raw")
+    machine = {}
+    with open(os.path.join(raw, "machine.txt")) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition(" ")
+            machine[k] = v
+    n1, n2 = int(machine["n1"]), int(machine["n2"])
+    windows = read_intervals(os.path.join(run, "insn-count.txt"), read_marks(os.path.join(raw, "marks.txt")))
+    cost = {}
+    for label, (total, _) in windows.items():
+        transport, point, rnd, n = label.split()
+        w1 = windows.get(f"{transport} {point} {rnd} {n1}")
+        if int(n) == n2 and w1 is not None:
+            cost.setdefault((transport, point), {})[int(rnd)] = (total - w1[0]) / (n2 - n1)
+    pair = machine.get("pair", f"{C} {RUST}").split()
+    return {"machine": machine, "windows": windows, "cost": cost, "pair": pair}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run")
@@ -141,29 +162,15 @@ def main():
     raw = os.path.join(args.run, "raw")
     os.makedirs(args.out, exist_ok=True)
 
-    machine = {}
-    with open(os.path.join(raw, "machine.txt")) as f:
-        for line in f:
-            k, _, v = line.rstrip("\n").partition(" ")
-            machine[k] = v
+    run = read_run(args.run)
+    machine, windows, cost = run["machine"], run["windows"], run["cost"]
     n1, n2 = int(machine["n1"]), int(machine["n2"])
     global C, RUST
-    C, RUST = machine.get("pair", f"{C} {RUST}").split()
+    C, RUST = run["pair"]
     what = "Rust/C" if C == "nvmet-rdma" else "new/base"
-    labels = read_marks(os.path.join(raw, "marks.txt"))
-    windows = read_intervals(os.path.join(args.run, "insn-count.txt"), labels)
-
-    # cost[(transport, point)][round] = instructions per I/O
-    cost, points, rounds = {}, [], set()
-    for label, (total, _) in windows.items():
-        transport, point, rnd, n = label.split()
-        if int(n) != n2:
-            continue
-        w1 = windows.get(f"{transport} {point} {rnd} {n1}")
-        if w1 is None:
-            continue
-        cost.setdefault((transport, point), {})[int(rnd)] = (total - w1[0]) / (n2 - n1)
-        rounds.add(int(rnd))
+    points, rounds = [], set()
+    for (_, point), by_round in cost.items():
+        rounds.update(by_round)
         if point not in points:
             points.append(point)
     if not cost:
