@@ -642,7 +642,7 @@ impl Io {
         self.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
         self.free_data(rsp, state);
         state.in_use = false;
-        let _ = queue.free.lock().push(rsp.index, GFP_ATOMIC);
+        queue.free_slot(rsp.index);
         self.run_waiting(queue);
         queue.start_parked(self);
     }

@@ -92,7 +92,8 @@ pub(crate) struct Queue {
     id: Mutex<Option<CmId<Queue>>>,
     /// Buffers and work request contexts, set up once before the accept.
     pub(crate) io: SetOnce<Io>,
-    /// Response slots not in use.
+    /// Response slots not in use. Its capacity is the number of slots and it holds each
+    /// slot at most once, so a release never allocates (`push_within_capacity`).
     #[pin]
     pub(crate) free: SpinLock<KVec<u32>>,
     /// Response slots waiting for send queue space.
@@ -288,6 +289,19 @@ impl Queue {
             self.data.recv_queue_size
         );
         self.fatal_error();
+    }
+
+    /// Puts a response slot back on the free list. Never allocates: the list has room for
+    /// every slot, and holds each at most once, so only a second release of one slot can
+    /// find it full (logged, the slot is not listed twice).
+    pub(crate) fn free_slot(&self, index: u32) {
+        if self.free.lock().push_within_capacity(index).is_err() {
+            pr_err!(
+                "queue {}: response slot {} released twice\n",
+                self.number,
+                index
+            );
+        }
     }
 
     /// A response slot was freed: starts the oldest parked command, if any.

@@ -4,10 +4,11 @@
 # nvmet-rdma and nvmet_rdma_rs in turn (the order alternates: A B B A ...) serve a
 # null_blk namespace over rxe to the kernel NVMe/RDMA host, and for every point fio does
 # a warm-up run, then a run of N1 I/Os and one of N2 I/Os, each between two markers
-# (/run/results/insn-mark). The plugin counts every instruction the guest executes in
-# each window, per translated block; the host takes (W(N2) - W(N1)) / (N2 - N1) as the
-# cost of one I/O, so fio's start and exit, the markers themselves and anything else
-# that is the same in both windows cancel out.
+# (insn-mark). The plugin counts every instruction the guest executes in each window,
+# per translated block; the host takes (W(N2) - W(N1)) / (N2 - N1) as the cost of one
+# I/O, so fio's start and exit, the markers themselves and anything else that is the
+# same in both windows cancel out. The windows run in a root on the tmpfs (below), so
+# that none of them waits for the host.
 #
 # Raw results in /run/results/raw: marks.txt (one line per marker, in the plugin's
 # interval order), fio JSON, kallsyms (the whole table at the end, and each transport's
@@ -33,9 +34,6 @@ fi
 raw=/run/results/raw
 mkdir -p "$raw"
 [ -x /run/results/insn-mark ] || fail "no /run/results/insn-mark: boot with RRS_VM_COUNT"
-# (from the tmpfs, so that running it reads nothing over 9p)
-mark=/tmp/insn-mark
-cp /run/results/insn-mark "$mark"
 
 # name|fio options (4 KiB rows at depth 1 and 32, 128 KiB sequential at 16)
 ALL_POINTS=(
@@ -69,27 +67,58 @@ fi
 	echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 } >"$raw/machine.txt"
 
-# mark KIND LABEL: ends the plugin's current interval (KIND total or detail); LABEL
-# names the interval that ends here. Nothing between two marks touches 9p: a reply from
-# the host comes at a moment the host's load decides, and the guest's path (idle time
-# skipped, a timer tick more or less) would then follow the host. So the labels, like
-# fio's output, stay in the tmpfs until the end.
-marks=/tmp/marks.txt
-mark() {
-	echo "$1 $2" >>"$marks"
-	"$mark" "$1"
-}
-
-# window TRANSPORT ROUND NAME N DEVICE OPTIONS: one counted fio run of N I/Os.
-window() {
-	local transport=$1 round=$2 name=$3 n=$4 dev=$5 opts=$6 out
-	out=/tmp/fio-$transport-$name-$round-$n.json
-	mark total "gap"
+# Every window runs inside a root on the tmpfs (fio, its libraries, bash, the marker and
+# the point's script; the guest's /dev and /proc bound in), entered before the first mark
+# of a point. The guest's own root is the host's file system over 9p: an exec of fio from
+# there walks paths, opens its libraries and faults its pages in with replies that come
+# when the host's load lets them, and the guest's path through the window (idle time
+# skipped to a timer, one tick more or less, which batch a completion joins) would follow
+# the host. In this root nothing in a window waits for the host. The labels, like fio's
+# output, stay in the tmpfs until the end.
+#
+# fio runs at SCHED_FIFO priority 1 (chrt), so the work it wakes (the target's
+# completion work, the host's) runs when fio waits, never in the middle of its
+# submissions. At the default priority the scheduler's wake-up preemption decides, from
+# the run's history, whether the target's work preempts fio after every submission (at
+# depth 32, as costly per I/O as depth 1) or after a batch; randread-4k-qd32 settled in
+# either, 191k or 136k instructions per I/O, window by window. At FIFO it always batches:
+# on the hardware this models, target and host run on CPUs of their own and batch too.
+fioroot=/tmp/fioroot
+make_fio_root() {
+	local f
+	mkdir -p "$fioroot"/{bin,dev,proc,tmp,out}
+	cp /usr/bin/fio /bin/bash /usr/bin/chrt "$fioroot/bin/"
+	cp /run/results/insn-mark "$fioroot/bin/insn-mark"
+	for f in $(ldd /usr/bin/fio /bin/bash /usr/bin/chrt | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && NF > 1 { print $1 }' | sort -u); do
+		cp -L --parents "$f" "$fioroot"
+	done
+	mount --bind /dev "$fioroot/dev"
+	mount -t proc proc "$fioroot/proc"
+	# point.sh TRANSPORT ROUND NAME N1 N2 DEVICE OPTIONS (inside the root): a warm-up run,
+	# then the counted runs of N1 and N2 I/Os, each between two marks.
+	cat >"$fioroot/bin/point.sh" <<'POINT'
+set -eu
+transport=$1 round=$2 name=$3 n1=$4 n2=$5 dev=$6 opts=$7
+# fio FILE N SEED: N I/Os of the point (no disk statistics: they read sysfs)
+run_fio() {
 	# shellcheck disable=SC2086  # the options are words
-	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 --number_ios="$n" \
-		--size=4g --norandommap --randseed=1 --output-format=json --output="$out" $opts \
-		>/dev/null 2>/tmp/fio.err || { cat /tmp/fio.err; fail "fio $name over $transport failed"; }
+	/bin/fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 --number_ios="$2" \
+		--size=4g --norandommap --randseed="$3" --disk_util=0 --output-format=json --output="$1" $opts \
+		>/dev/null 2>/tmp/fio.err || { cat /tmp/fio.err >&2; echo "fio $name over $transport failed" >&2; exit 1; }
+}
+# mark KIND LABEL: ends the plugin's interval (KIND total or detail) that LABEL names
+mark() {
+	echo "$1 $2" >>/out/marks.txt
+	/bin/insn-mark "$1"
+}
+# (a warm-up: the transport's pools and the host's first I/Os)
+run_fio /dev/null "$n1" 2
+for n in "$n1" "$n2"; do
+	mark total gap
+	run_fio "/out/fio-$transport-$name-$round-$n.json" "$n" 1
 	mark detail "$transport $name $round $n"
+done
+POINT
 }
 
 veth_setup
@@ -98,7 +127,7 @@ modprobe nvmet
 modprobe nvme-rdma
 # No data kept, completions inline: the backend costs as little as it can.
 modprobe null_blk nr_devices=1 queue_mode=2 irqmode=0 submit_queues=1 gb=4
-: >"$marks"
+make_fio_root
 
 for ((round = 1; round <= rounds; round++)); do
 	step "round $round of $rounds"
@@ -119,13 +148,7 @@ for ((round = 1; round <= rounds; round++)); do
 		grep -F "[${module//-/_}]" /proc/kallsyms >"$raw/kallsyms-$transport-$round.txt"
 		for point in "${points[@]}"; do
 			IFS='|' read -r name opts <<<"$point"
-			# (a warm-up: the transport's pools and the host's first I/Os)
-			# shellcheck disable=SC2086
-			fio --name=warm --filename="$dev" --ioengine=libaio --direct=1 --number_ios="$n1" \
-				--size=4g --norandommap --randseed=2 --output=/dev/null $opts ||
-				fail "warm-up $name over $transport failed"
-			window "$transport" "$round" "$name" "$n1" "$dev" "$opts"
-			window "$transport" "$round" "$name" "$n2" "$dev" "$opts"
+			chroot "$fioroot" /bin/chrt --fifo 1 /bin/bash /bin/point.sh "$transport" "$round" "$name" "$n1" "$n2" "$dev" "$opts"
 			echo "  $transport round $round $name done"
 		done
 		host_disconnect
@@ -133,8 +156,9 @@ for ((round = 1; round <= rounds; round++)); do
 		rmmod "$module"
 	done
 done
-mark total "end"
-cp "$marks" /tmp/fio-*.json "$raw/"
+echo "total end" >>"$fioroot/out/marks.txt"
+"$fioroot/bin/insn-mark" total
+cp "$fioroot"/out/* "$raw/"
 # Everything but the transports, which come and go (their lines are above).
 grep -v -e '\[nvmet_rdma\]' -e '\[nvmet_rdma_rs\]' /proc/kallsyms >"$raw/kallsyms.txt"
 echo "count: raw results in $raw"
