@@ -445,8 +445,13 @@ nvmet_lifecycle_test() {
 
 	step "a host keeps connecting: the module cannot go, the ports go under the connects, then the module"
 	# Each controller is deleted at once; ctrl_loss_tmo=1 lets one caught by the ports'
-	# removal give up quickly.
-	local racer created c
+	# removal give up quickly. A controller whose deletion the removal catches sends its
+	# shutdown Property Set to a queue the target has closed: nvme-rdma ignores the
+	# disconnect while deleting and waits out its admin timeout (60 s by default, with the
+	# C nvmet-rdma too), so the racer's controllers get 5 s.
+	local racer created c admin_timeout=/sys/module/nvme_core/parameters/admin_timeout old_timeout
+	old_timeout=$(cat "$admin_timeout")
+	echo 5 >"$admin_timeout"
 	created=$(dmesg | grep -c "nvmet: Created nvm controller" || true)
 	(
 		for ((i = 1; i <= 40; i++)); do
@@ -463,6 +468,7 @@ nvmet_lifecycle_test() {
 	# (every attempt after the ports' removal fails at once)
 	wait_until 90 grep -q "racer done" /tmp/connect-race.out
 	wait "$racer"
+	echo "$old_timeout" >"$admin_timeout"
 	echo "the connecting host: $(grep -c connected /tmp/connect-race.out) of 40 attempts connected"
 	for c in /sys/class/nvme/nvme*; do
 		[ -e "$c/delete_controller" ] && { echo 1 >"$c/delete_controller"; } 2>/dev/null || true
