@@ -27,6 +27,7 @@
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 
+use crate::nvmet::request::impl_has_request;
 use crate::queue::{Parked, Queue};
 use crate::rdma::{bindings, signature, CmId, Device, DmaBuf};
 use crate::recv::{CmdSlot, RecvSlots, MAX_INLINE_PAGES};
@@ -83,7 +84,7 @@ impl RspState {
 
 /// A response slot: one command in flight.
 #[repr(C)]
-struct RspSlot {
+pub(crate) struct RspSlot {
     send_cqe: Opaque<bindings::ib_cqe>,
     read_cqe: Opaque<bindings::ib_cqe>,
     write_cqe: Opaque<bindings::ib_cqe>,
@@ -99,6 +100,8 @@ struct RspSlot {
     index: u32,
     queue: *const Queue,
 }
+
+impl_has_request!(RspSlot, req);
 
 impl RspSlot {
     /// The slot's state.
@@ -342,7 +345,10 @@ impl Io {
         let port = queue.port.raw();
         // SAFETY: `req` is the slot's request, not in use by the nvmet core (the slot was
         // free); the capsule stays put until the receive is posted again, after the
-        // response; the port is enabled while the queue exists.
+        // response; the port is enabled while the queue exists. What the binding's
+        // callbacks rely on (`nvmet::Transport`): the request is embedded in a `RspSlot`
+        // (`impl_has_request!`), its sq in a `Queue` (`impl_has_sq_cq!`), and both live
+        // until the request's `queue_response` returned (the queue drains its slots).
         let accepted = unsafe {
             (*req).cmd = capsule.cast();
             (*req).port = port;
@@ -1023,14 +1029,10 @@ unsafe extern "C" fn send_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_
     }
 }
 
-/// `queue_response`: the nvmet core completed a request; send its data and response.
-///
-/// # Safety
-///
-/// `req` is the request of a response slot, passed to `nvmet_req_init` by [`Io::start`].
-pub(crate) unsafe fn queue_response(req: *mut bindings::nvmet_req) {
-    // SAFETY: see the function's safety section.
-    let rsp = unsafe { &*container_of!(req.cast::<Opaque<bindings::nvmet_req>>(), RspSlot, req) };
+/// `queue_response`: the nvmet core completed the request of `rsp` (passed to
+/// `nvmet_req_init` by [`Io::start`]); send its data and response.
+pub(crate) fn queue_response(rsp: &RspSlot) {
+    let req = rsp.req();
     // SAFETY: the slot's queue outlives its requests.
     let queue = unsafe { &*rsp.queue };
     let Some(io) = queue.io.as_ref() else {

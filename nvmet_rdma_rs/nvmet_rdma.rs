@@ -9,9 +9,12 @@
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
+#[path = "../nvmet/mod.rs"]
+mod nvmet;
+
 mod command;
 mod devices;
-mod nvmet;
+mod fabrics;
 mod pi;
 mod port;
 mod protection;
@@ -25,6 +28,7 @@ mod wire;
 /// The owner name the RDMA core records for this module's verbs objects.
 pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"nvmet_rdma_rs";
 
+use fabrics::NvmetRdma;
 use kernel::{
     debugfs::{Dir, File},
     fmt,
@@ -108,7 +112,7 @@ struct NvmetRdmaRs {
     _queues: Pin<KBox<File<Arc<Target>>>>,
     _dir: Dir,
     target: Arc<Target>,
-    _registration: nvmet::Registration,
+    _registration: nvmet::Registration<NvmetRdma>,
     _device_watch: ClientRegistration<devices::DeviceWatch>,
     _devices: ClientRegistration<DeviceLog>,
 }
@@ -116,8 +120,8 @@ struct NvmetRdmaRs {
 impl kernel::Module for NvmetRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let devices = DEVICE_LOG.register()?;
-        let ops = nvmet::Registration::table(module)?;
-        let target = Target::install(&*ops)?;
+        let ops = nvmet::transport::Ops::<NvmetRdma>::new(module)?;
+        let target = Target::install(ops.as_raw())?;
         // Until the module is loaded, a failure leaves nothing installed.
         let loaded = (|| -> Result<_> {
             // Registered after the device log, so removed before it: a device's queues
@@ -134,7 +138,12 @@ impl kernel::Module for NvmetRdmaRs {
             )?;
             // Last: once registered, configfs can enable ports and hosts connect, so
             // nothing may fail after it.
-            let registration = nvmet::Registration::new(ops)?;
+            let registration = nvmet::Registration::new(ops).inspect_err(|_| {
+                pr_err!(
+                    "another NVMe-oF RDMA transport is registered (is nvmet_rdma loaded?); \
+                     unload it first\n"
+                )
+            })?;
             Ok((device_watch, registration, dir, ports, queues))
         })();
         let (device_watch, registration, dir, ports, queues) =

@@ -2,13 +2,13 @@
 
 //! Ports: what `add_port` makes of a configfs port, and its RDMA CM listener.
 
-use crate::nvmet::{self, PortConfig};
+use crate::nvmet::{EnabledPort, PortConfig};
 use crate::queue::Queue;
 use crate::rdma::{
     bindings, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, SocketAddr,
 };
 use crate::target::Target;
-use crate::wire::{CmReject, ConnectData};
+use crate::wire::{queue_size, CmReject, ConnectData};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
     new_mutex,
@@ -54,9 +54,9 @@ pub(crate) struct Port {
     inline_size: u32,
     /// The deepest I/O queue a host may ask for.
     max_queue_size: u32,
-    /// The nvmet port, for `nvmet_req.port`; valid until `remove_port`, which tears down
-    /// this port's queues before it returns.
-    raw: usize,
+    /// The nvmet port, for `nvmet_req.port` (valid until `remove_port`, which tears down
+    /// this port's queues before it returns) and its `param_pi_enable`.
+    nvmet: EnabledPort,
     target: Arc<Target>,
     #[pin]
     listener: Mutex<ListenerSlot>,
@@ -99,12 +99,12 @@ impl Port {
         };
         config.set_inline_data_size(inline);
         let max_queue_size = match config.max_queue_size() {
-            size if size < 0 => bindings::NVME_RDMA_DEFAULT_QUEUE_SIZE as i32,
+            size if size < 0 => queue_size::DEFAULT as i32,
             // The nvmet core keeps it at 16 or more: so must the queues we accept.
-            size => size.clamp(16, bindings::NVME_RDMA_MAX_QUEUE_SIZE as i32),
+            size => size.clamp(16, queue_size::MAX as i32),
         };
         config.set_max_queue_size(max_queue_size);
-        let raw = config.raw() as usize;
+        let nvmet = config.enabled();
         let port_target = target.clone();
         let port = Arc::pin_init(
             pin_init!(Self {
@@ -112,7 +112,7 @@ impl Port {
                 address,
                 inline_size: inline as u32,
                 max_queue_size: max_queue_size as u32,
-                raw,
+                nvmet,
                 target: port_target,
                 listener <- new_mutex!(ListenerSlot {
                     id: None,
@@ -193,7 +193,7 @@ impl Port {
 
     /// The nvmet port, for requests.
     pub(crate) fn raw(&self) -> *mut bindings::nvmet_port {
-        self.raw as *mut bindings::nvmet_port
+        self.nvmet.as_raw()
     }
 
     /// Whether the port listens on the wildcard address.
@@ -220,8 +220,7 @@ impl Port {
     /// device cannot offload PI. Then, as the C transport does, the port's PI is switched
     /// off with one log line, and the port serves plain I/O.
     pub(crate) fn pi_on(&self, device: &Device) -> bool {
-        // SAFETY: the port is enabled while it has queues (`remove_port` ends them first).
-        if !unsafe { nvmet::port_pi_enabled(self.raw()) } {
+        if !self.nvmet.pi_enabled() {
             return false;
         }
         if device.supports_integrity() {
@@ -232,8 +231,7 @@ impl Port {
             self.id,
             device.name().to_str().unwrap_or("?")
         );
-        // SAFETY: as above.
-        unsafe { nvmet::disable_port_pi(self.raw()) };
+        self.nvmet.disable_pi();
         false
     }
 

@@ -9,7 +9,7 @@
 //! core to finish the queue's requests, drains the QP and frees everything.
 
 use crate::command::Io;
-use crate::nvmet::SqCq;
+use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, SqCq};
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
     CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, Pd, PollContext, QpCaps,
@@ -120,6 +120,8 @@ impl_has_work! {
     impl HasWork<Self, 2> for Queue { self.release_work }
 }
 
+impl_has_sq_cq!(Queue, nvmet);
+
 impl Queue {
     /// Takes a validated connect request on `port`: adopts it and queues the setup. If
     /// that is impossible, rejects the request (no resources).
@@ -184,18 +186,6 @@ impl Queue {
         Ok(())
     }
 
-    /// The queue that embeds `sq`.
-    ///
-    /// # Safety
-    ///
-    /// `sq` is the submission queue of a live `Queue`.
-    pub(crate) unsafe fn from_sq(sq: *mut crate::rdma::bindings::nvmet_sq) -> *const Queue {
-        // SAFETY: see the function's safety section.
-        let nvmet = unsafe { SqCq::from_sq(sq) };
-        // SAFETY: `nvmet` is the `nvmet` field of a `Queue`.
-        unsafe { kernel::container_of!(nvmet.cast_mut(), Queue, nvmet) }
-    }
-
     /// Whether the queue came in through `port`.
     pub(crate) fn is_on(&self, port: &Port) -> bool {
         core::ptr::eq(&*self.port, port)
@@ -240,7 +230,7 @@ impl Queue {
         // SAFETY: every `Queue` lives in an `Arc` (see `start`), and `self` is borrowed
         // from it for this call.
         let this: Arc<Self> = unsafe { ArcBorrow::from_raw(self) }.into();
-        let _ = crate::nvmet::nvmet_workqueue().enqueue::<_, 2>(this.clone());
+        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this.clone());
     }
 
     /// Parks a command that found no free response slot, unless one freed meanwhile.
@@ -462,9 +452,9 @@ impl Queue {
 }
 
 /// `delete_ctrl`: disconnects the queues of controller `ctrl`.
-pub(crate) fn delete_ctrl(ctrl: *const core::ffi::c_void) {
+pub(crate) fn delete_ctrl(ctrl: CtrlId) {
     if let Some(target) = crate::target::Target::get() {
-        target.close_queues(|queue| queue.nvmet.ctrl() == ctrl);
+        target.close_queues(|queue| queue.nvmet.ctrl() == Some(ctrl));
     }
 }
 

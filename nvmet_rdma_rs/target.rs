@@ -233,8 +233,8 @@ impl Target {
         drop(queues);
         // Their releases end on the nvmet workqueue: done once it is flushed, before the
         // device goes.
-        crate::nvmet::flush_nvmet_workqueue();
-        crate::nvmet::flush_nvmet_aen_workqueue();
+        crate::nvmet::workqueue::flush_nvmet_workqueue();
+        crate::nvmet::workqueue::flush_nvmet_aen_workqueue();
         ended
     }
 
@@ -249,6 +249,6 @@ impl Target {
         drop(queues);
         self.workqueue.drain();
         // The last releases may still be finishing there.
-        crate::nvmet::flush_nvmet_workqueue();
+        crate::nvmet::workqueue::flush_nvmet_workqueue();
     }
 }

@@ -12,6 +12,16 @@ pub(crate) const COMMAND_SIZE: usize = 64;
 /// The admin queue's depth (`NVME_AQ_DEPTH`).
 pub(crate) const ADMIN_QUEUE_DEPTH: u32 = 32;
 
+/// Queue sizes of NVMe/RDMA (`include/linux/nvme-rdma.h`).
+pub(crate) mod queue_size {
+    /// A port's default limit (`NVME_RDMA_DEFAULT_QUEUE_SIZE`).
+    pub(crate) const DEFAULT: u32 = 128;
+    /// The largest queue (`NVME_RDMA_MAX_QUEUE_SIZE`).
+    pub(crate) const MAX: u32 = 256;
+    /// The largest queue of a controller with T10-PI (`NVME_RDMA_MAX_METADATA_QUEUE_SIZE`).
+    pub(crate) const MAX_METADATA: u32 = 128;
+}
+
 /// NVMe status codes this transport produces (`include/linux/nvme.h`).
 pub(crate) mod status {
     /// Invalid field in command.

@@ -5,8 +5,9 @@
 //! This layer is shared by source: every module of the project includes it with
 //! `#[path = "../rdma/mod.rs"] mod rdma;` and links its C helpers (see `rdma/rdma.mk`).
 //! Module code is meant to use only its safe types. Not all of it does yet: the demo
-//! pair does, but `nvmet_rdma_rs` still posts raw work requests and calls the nvmet core
-//! through `unsafe` of its own (moving that behind safe types is the next step).
+//! pair does, but `nvmet_rdma_rs` still posts raw work requests and starts nvmet requests
+//! through `unsafe` of its own (moving that behind safe types is under way: its
+//! registration with the nvmet core goes through `nvmet/`, the other binding layer).
 //! Each crate root defines `MODULE_NAME`, the C string the RDMA core records as the
 //! owner of the objects the layer creates (`rdma res show`).
 //!

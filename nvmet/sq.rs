@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The submission and completion queue pair (`struct nvmet_sq`, `struct nvmet_cq`) that
+//! every transport queue embeds, and the step from the `nvmet_sq` the core passes back to
+//! the queue that embeds it.
+
+use super::{bindings, CtrlId};
+use kernel::{
+    prelude::*,
+    sync::atomic::{Atomic, Full, Relaxed},
+    types::Opaque,
+};
+
+/// The nvmet submission and completion queue a transport queue embeds.
+///
+/// # Invariants
+///
+/// `cq` was initialised by `nvmet_cq_init` and its initial reference is held while
+/// `cq_live` is true; `sq` was initialised by `nvmet_sq_init` (with `cq`) and is not yet
+/// destroyed while `sq_live` is true. Both stay pinned.
+#[pin_data(PinnedDrop)]
+pub(crate) struct SqCq {
+    #[pin]
+    sq: Opaque<bindings::nvmet_sq>,
+    #[pin]
+    cq: Opaque<bindings::nvmet_cq>,
+    /// Whether `nvmet_sq_destroy` is still owed.
+    sq_live: Atomic<bool>,
+    /// Whether `nvmet_cq_put` is still owed.
+    cq_live: Atomic<bool>,
+}
+
+// SAFETY: the nvmet core synchronises its use of the queues internally (percpu refs,
+// atomics); this type only passes pointers to them to the core.
+unsafe impl Send for SqCq {}
+// SAFETY: as above.
+unsafe impl Sync for SqCq {}
+
+impl SqCq {
+    /// Initialises the pair (`nvmet_cq_init`, `nvmet_sq_init`).
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(&this in Self {
+            sq: Opaque::zeroed(),
+            cq <- Opaque::ffi_init(|cq: *mut bindings::nvmet_cq| {
+                // SAFETY: `cq` is pinned memory of this value, uninitialised: zero it (the
+                // core expects no controller, no queue id) before `nvmet_cq_init`.
+                unsafe {
+                    cq.write_bytes(0, 1);
+                    bindings::nvmet_cq_init(cq)
+                }
+            }),
+            // INVARIANT: `nvmet_cq_init` took the initial reference.
+            cq_live: Atomic::new(true),
+            // INVARIANT: true only if `nvmet_sq_init` succeeded.
+            sq_live: Atomic::new({
+                // SAFETY: `this` points to the value being initialised: `sq` is zeroed and
+                // `cq` initialised above; both are pinned.
+                let ret = unsafe {
+                    let this = this.as_ptr();
+                    bindings::nvmet_sq_init(Opaque::cast_into(&raw const (*this).sq),
+                        Opaque::cast_into(&raw const (*this).cq))
+                };
+                ret == 0
+            }),
+        })
+        .pin_chain(|this| {
+            if this.sq_live.load(Relaxed) {
+                Ok(())
+            } else {
+                Err(ENOMEM)
+            }
+        })
+    }
+
+    /// Holds the sq's reference until the guard drops: `nvmet_sq_destroy` waits for it
+    /// before it clears `sq->ctrl` and puts the controller. `None` once it was killed.
+    pub(crate) fn enter(&self) -> Option<SqEntered<'_>> {
+        // SAFETY: the sq was initialised (type invariant); a killed or exited reference has
+        // `__PERCPU_REF_DEAD` set, so the try then fails without using its counters.
+        let live =
+            unsafe { bindings::rdma_rs_percpu_ref_tryget_live(&raw mut (*self.sq.get()).ref_) };
+        live.then_some(SqEntered(self))
+    }
+
+    /// The submission queue, for `nvmet_req_init`.
+    pub(crate) fn sq(&self) -> *mut bindings::nvmet_sq {
+        self.sq.get()
+    }
+
+    /// The controller the queue belongs to, once the host's Connect installed it.
+    pub(crate) fn ctrl(&self) -> Option<CtrlId> {
+        // SAFETY: the sq is initialised (type invariant); `ctrl` is set once by the core's
+        // Connect handler.
+        let ctrl = unsafe { (*self.sq.get()).ctrl };
+        (!ctrl.is_null()).then(|| CtrlId::from_raw(ctrl))
+    }
+
+    /// Ends the controller after a fatal transport error, if the queue has one; returns
+    /// whether it did.
+    pub(crate) fn fatal_error(&self) -> bool {
+        // SAFETY: as for `ctrl`; the core keeps the controller while its queues exist.
+        unsafe {
+            let ctrl = (*self.sq.get()).ctrl;
+            if ctrl.is_null() {
+                return false;
+            }
+            bindings::nvmet_ctrl_fatal_error(ctrl);
+        }
+        true
+    }
+
+    /// Waits until every request of the queue completed and releases the queue from its
+    /// controller (`nvmet_sq_destroy`, then `nvmet_cq_put`, which may drop the controller's
+    /// last reference: so this runs in the release work, never where the last `Arc` of the
+    /// queue happens to go). Sleeps: process context only.
+    pub(crate) fn destroy(&self) {
+        // INVARIANT: each flag goes false as its release is done, once.
+        if self.sq_live.xchg(false, Full) {
+            // SAFETY: the sq was initialised and is destroyed once (type invariant).
+            unsafe { bindings::nvmet_sq_destroy(self.sq.get()) };
+        }
+        if self.cq_live.xchg(false, Full) {
+            // SAFETY: initialised by `nvmet_cq_init`; its reference is put once (type
+            // invariant), after the sq, its other user, is destroyed.
+            unsafe { bindings::nvmet_cq_put(self.cq.get()) };
+        }
+    }
+}
+
+/// A reference on a live sq, from [`SqCq::enter`].
+pub(crate) struct SqEntered<'a>(&'a SqCq);
+
+impl Drop for SqEntered<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `enter` took this reference; the sq's reference is not exited while
+        // one is held (`nvmet_sq_destroy` waits for them all first).
+        unsafe { bindings::rdma_rs_percpu_ref_put(&raw mut (*self.0.sq.get()).ref_) };
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SqCq {
+    fn drop(self: Pin<&mut Self>) {
+        self.destroy();
+    }
+}
+
+/// A transport queue that embeds an [`SqCq`]; implemented with [`impl_has_sq_cq!`].
+///
+/// # Safety
+///
+/// `OFFSET` is the offset of a field of type [`SqCq`] in `Self`.
+pub(crate) unsafe trait HasSqCq {
+    /// The offset of the [`SqCq`] field.
+    const OFFSET: usize;
+
+    /// The queue whose [`SqCq`] holds `sq`.
+    ///
+    /// # Safety
+    ///
+    /// `sq` is the submission queue of an [`SqCq`] embedded in a live `Self`, which stays
+    /// alive for `'a`.
+    unsafe fn from_sq<'a>(sq: *mut bindings::nvmet_sq) -> &'a Self
+    where
+        Self: Sized,
+    {
+        let offset = core::mem::offset_of!(SqCq, sq) + Self::OFFSET;
+        // SAFETY: `sq` is at `offset` from the start of a live `Self` (trait and
+        // function safety sections).
+        unsafe { &*sq.byte_sub(offset).cast::<Self>() }
+    }
+}
+
+/// Declares that a transport queue embeds an [`SqCq`] in the named field.
+///
+/// ```ignore
+/// impl_has_sq_cq!(Queue, nvmet);
+/// ```
+macro_rules! impl_has_sq_cq {
+    ($queue:ty, $field:ident) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is
+        // an `SqCq`.
+        unsafe impl $crate::nvmet::HasSqCq for $queue {
+            const OFFSET: usize = {
+                let _: fn(&$queue) -> &$crate::nvmet::SqCq = |queue| &queue.$field;
+                ::core::mem::offset_of!($queue, $field)
+            };
+        }
+    };
+}
+pub(crate) use impl_has_sq_cq;

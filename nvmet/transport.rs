@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A fabrics transport's registration with the nvmet core: the [`Transport`] trait, the
+//! `struct nvmet_fabrics_ops` built once from it, and the C callbacks that turn the core's
+//! pointers into the transport's own types.
+
+use super::{bindings, port, Ctrl, CtrlId, HasRequest, HasSqCq, PortConfig};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{
+    error::VTABLE_DEFAULT_ERROR,
+    ffi::{c_char, c_int},
+    prelude::*,
+    sync::Arc,
+};
+
+/// Transport types (`trtype`).
+pub(crate) mod trtype {
+    /// NVMe over RDMA.
+    pub(crate) const RDMA: u32 = super::bindings::NVMF_TRTYPE_RDMA;
+}
+
+/// What a transport offers (`nvmet_fabrics_ops.flags`).
+pub(crate) mod flags {
+    /// Keyed SGL data blocks (the host's memory, by rkey).
+    pub(crate) const KEYED_SGLS: u32 = super::bindings::NVMF_KEYED_SGLS;
+    /// Protection information beside the data.
+    pub(crate) const METADATA_SUPPORTED: u32 = super::bindings::NVMF_METADATA_SUPPORTED;
+}
+
+/// A fabrics transport's answers to the nvmet core (`struct nvmet_fabrics_ops`).
+///
+/// The core finds the transport's objects through the ones it was given: the
+/// `nvmet_req` of every request the transport passes to `nvmet_req_init` is embedded in a
+/// [`Transport::Request`], whose submission queue is the [`super::SqCq`] of a
+/// [`Transport::Queue`]. That promise is made where the transport calls `nvmet_req_init`
+/// (an `unsafe` call until requests have a type of their own in this layer), and both
+/// objects stay alive until the request's `queue_response` returned.
+#[vtable]
+pub(crate) trait Transport: Sized + 'static {
+    /// The transport's state of an enabled port, from `add_port` until `remove_port`.
+    type Port: Send + Sync;
+    /// The transport's queue, which embeds an [`super::SqCq`].
+    type Queue: HasSqCq;
+    /// The transport's object that embeds each request's `nvmet_req`.
+    type Request: HasRequest;
+
+    /// `trtype`: one of [`trtype`].
+    const TRTYPE: u32;
+    /// Data descriptors per command the transport accepts (`msdbd`).
+    const MSDBD: u32;
+    /// What the transport offers: [`flags`].
+    const FLAGS: u32;
+
+    /// configfs enables a port of this transport type: settle its parameters (they can
+    /// be written back through `config`) and start listening.
+    fn add_port(config: PortConfig<'_>) -> Result<Self::Port>;
+
+    /// configfs disables a port `add_port` enabled; the core may free it afterwards.
+    fn remove_port(port: Self::Port);
+
+    /// The core completed `request`: send its data and its response.
+    fn queue_response(request: &Self::Request);
+
+    /// The core deletes a controller: end its queues.
+    fn delete_ctrl(ctrl: CtrlId);
+
+    /// Writes the address a discovery log entry names for `port` into `out`
+    /// (`NVMF_TRADDR_SIZE` bytes), for a host on `queue`; `configured` is the port's
+    /// `addr_traddr`. `port` is `None` if the port is being removed.
+    fn disc_traddr(
+        _queue: &Self::Queue,
+        _port: Option<&Self::Port>,
+        _configured: &[u8],
+        _out: &mut [u8],
+    ) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Writes the address of controller `ctrl`'s host into `out`; returns its length.
+    fn host_traddr(_ctrl: CtrlId, _out: &mut [u8]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The largest data transfer of `ctrl`, as a power of two of pages.
+    fn get_mdts(_ctrl: &Ctrl) -> u8 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The largest queue `ctrl` may create.
+    fn get_max_queue_size(_ctrl: &Ctrl) -> u16 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// What `nvmet_port.priv` holds for an enabled port.
+struct PortEntry<T: Transport> {
+    /// The link the transport's [`super::EnabledPort`] handles use; revoked at removal.
+    link: Arc<port::PortLink>,
+    /// The transport's state, set once `add_port` succeeded.
+    data: Option<T::Port>,
+}
+
+/// A transport's ops table, built once and not yet registered: its address is what the
+/// transport passes to `nvmet_req_init`, and it stays put when it moves into a
+/// [`Registration`].
+pub(crate) struct Ops<T: Transport> {
+    table: KBox<bindings::nvmet_fabrics_ops>,
+    _transport: PhantomData<T>,
+}
+
+// SAFETY: the table is immutable once built; it holds only function pointers, constants
+// and the owning module.
+unsafe impl<T: Transport> Send for Ops<T> {}
+// SAFETY: as above.
+unsafe impl<T: Transport> Sync for Ops<T> {}
+
+impl<T: Transport> Ops<T> {
+    /// Builds the table of `T` for `module`.
+    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+        let table = KBox::new(
+            bindings::nvmet_fabrics_ops {
+                owner: module.as_ptr().cast(),
+                type_: T::TRTYPE,
+                msdbd: T::MSDBD,
+                flags: T::FLAGS,
+                queue_response: Some(Self::queue_response),
+                add_port: Some(Self::add_port),
+                remove_port: Some(Self::remove_port),
+                delete_ctrl: Some(Self::delete_ctrl),
+                disc_traddr: if T::HAS_DISC_TRADDR {
+                    Some(Self::disc_traddr)
+                } else {
+                    None
+                },
+                host_traddr: if T::HAS_HOST_TRADDR {
+                    Some(Self::host_traddr)
+                } else {
+                    None
+                },
+                get_mdts: if T::HAS_GET_MDTS {
+                    Some(Self::get_mdts)
+                } else {
+                    None
+                },
+                get_max_queue_size: if T::HAS_GET_MAX_QUEUE_SIZE {
+                    Some(Self::get_max_queue_size)
+                } else {
+                    None
+                },
+                ..Default::default()
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(Self {
+            table,
+            _transport: PhantomData,
+        })
+    }
+
+    /// The table, for `nvmet_req_init`.
+    pub(crate) fn as_raw(&self) -> *const bindings::nvmet_fabrics_ops {
+        &*self.table
+    }
+
+    /// `add_port`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core with a live port, under `nvmet_config_sem`.
+    unsafe extern "C" fn add_port(port: *mut bindings::nvmet_port) -> c_int {
+        let Some(raw) = NonNull::new(port) else {
+            return EINVAL.to_errno();
+        };
+        let entry = port::new_link(raw)
+            .and_then(|link| Ok(KBox::new(PortEntry::<T> { link, data: None }, GFP_KERNEL)?));
+        let mut entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => return e.to_errno(),
+        };
+        // SAFETY: the core passes a live port and, under `nvmet_config_sem`, nothing else
+        // uses it during the call.
+        let config = PortConfig::new(unsafe { &mut *port }, &entry.link);
+        match T::add_port(config) {
+            Ok(data) => {
+                entry.data = Some(data);
+                // SAFETY: as above; `priv` is the transport's while the port is enabled,
+                // and `remove_port` takes the entry back.
+                unsafe { (*port).priv_ = KBox::into_raw(entry).cast() };
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// `remove_port`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core, under `nvmet_config_sem`, once for a port `add_port`
+    /// enabled.
+    unsafe extern "C" fn remove_port(port: *mut bindings::nvmet_port) {
+        // SAFETY: `add_port` stored a `KBox<PortEntry<T>>` in `priv`; the core calls
+        // `remove_port` once, so ownership returns once.
+        let entry = unsafe { KBox::from_raw((*port).priv_.cast::<PortEntry<T>>()) };
+        // SAFETY: as above.
+        unsafe { (*port).priv_ = core::ptr::null_mut() };
+        let PortEntry { link, data } = KBox::into_inner(entry);
+        if let Some(data) = data {
+            T::remove_port(data);
+        }
+        // The core may free the port once this returns: the transport's handles see
+        // nothing from now on.
+        link.revoke();
+    }
+
+    /// `queue_response`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core for a request the transport passed to `nvmet_req_init`.
+    unsafe extern "C" fn queue_response(req: *mut bindings::nvmet_req) {
+        // SAFETY: such a request is embedded in a live `T::Request` (see `Transport`).
+        T::queue_response(unsafe { T::Request::from_req(req) });
+    }
+
+    /// `delete_ctrl`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core with a controller (only its identity is used).
+    unsafe extern "C" fn delete_ctrl(ctrl: *mut bindings::nvmet_ctrl) {
+        T::delete_ctrl(CtrlId::from_raw(ctrl));
+    }
+
+    /// `disc_traddr`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core, under `nvmet_config_sem`, with a request of one of the
+    /// transport's queues, the queue's port and a buffer of `NVMF_TRADDR_SIZE` bytes.
+    unsafe extern "C" fn disc_traddr(
+        req: *mut bindings::nvmet_req,
+        port: *mut bindings::nvmet_port,
+        traddr: *mut c_char,
+    ) {
+        // SAFETY: the request's sq is a live `T::Queue`'s (see `Transport`); `priv` holds
+        // the port's entry or, once `remove_port` ran, NULL, and cannot change during the
+        // call (`nvmet_config_sem`); the buffer has `NVMF_TRADDR_SIZE` bytes.
+        let (queue, entry, configured, out) = unsafe {
+            (
+                T::Queue::from_sq((*req).sq),
+                (*port).priv_.cast::<PortEntry<T>>().as_ref(),
+                &(*port).disc_addr.traddr,
+                core::slice::from_raw_parts_mut(
+                    traddr.cast::<u8>(),
+                    bindings::NVMF_TRADDR_SIZE as usize,
+                ),
+            )
+        };
+        T::disc_traddr(queue, entry.and_then(|e| e.data.as_ref()), configured, out);
+    }
+
+    /// `host_traddr`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core with a controller of the transport and a buffer of `len`
+    /// bytes.
+    unsafe extern "C" fn host_traddr(
+        ctrl: *mut bindings::nvmet_ctrl,
+        traddr: *mut c_char,
+        len: usize,
+    ) -> isize {
+        // SAFETY: the core passes a buffer of `len` bytes.
+        let out = unsafe { core::slice::from_raw_parts_mut(traddr.cast::<u8>(), len) };
+        match T::host_traddr(CtrlId::from_raw(ctrl), out) {
+            Ok(written) => written as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    /// `get_mdts`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core with a live controller.
+    unsafe extern "C" fn get_mdts(ctrl: *const bindings::nvmet_ctrl) -> u8 {
+        // SAFETY: the core passes a live controller for the call.
+        T::get_mdts(unsafe { Ctrl::from_raw(ctrl) })
+    }
+
+    /// `get_max_queue_size`.
+    ///
+    /// # Safety
+    ///
+    /// Called by the nvmet core with a live controller.
+    unsafe extern "C" fn get_max_queue_size(ctrl: *const bindings::nvmet_ctrl) -> u16 {
+        // SAFETY: the core passes a live controller for the call.
+        T::get_max_queue_size(unsafe { Ctrl::from_raw(ctrl) })
+    }
+}
+
+/// The transport, registered with the nvmet core for its `trtype` while this exists.
+///
+/// # Invariants
+///
+/// `ops` was registered successfully and is unregistered only in `Drop`.
+pub(crate) struct Registration<T: Transport> {
+    ops: Ops<T>,
+}
+
+impl<T: Transport> Registration<T> {
+    /// Registers `ops`; `EBUSY` if another transport of the type is registered already
+    /// (such as the C one: the caller says so).
+    pub(crate) fn new(ops: Ops<T>) -> Result<Self> {
+        // SAFETY: the table is valid, stays put (boxed) until `Drop` unregisters it, and
+        // its callbacks are the ones above.
+        kernel::error::to_result(unsafe { bindings::nvmet_register_transport(ops.as_raw()) })?;
+        // INVARIANT: registered just now.
+        Ok(Self { ops })
+    }
+}
+
+impl<T: Transport> Drop for Registration<T> {
+    fn drop(&mut self) {
+        // SAFETY: registered (type invariant). The core holds a module reference for every
+        // enabled port, so none uses the table once the module is being unloaded.
+        unsafe { bindings::nvmet_unregister_transport(self.ops.as_raw()) };
+    }
+}

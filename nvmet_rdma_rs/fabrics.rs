@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transport's answers to the nvmet core (`struct nvmet_fabrics_ops`), through the
+//! [`crate::nvmet`] binding: ports, responses, controller deletion, the addresses
+//! discovery and debugfs show, and the NVMe/RDMA limits.
+
+#![forbid(unsafe_code)]
+
+use crate::command::RspSlot;
+use crate::nvmet::{
+    transport::{flags, trtype},
+    Ctrl, CtrlId, PortConfig, Transport,
+};
+use crate::port::Port;
+use crate::queue::Queue;
+use crate::target::Target;
+use crate::wire::queue_size;
+use kernel::{prelude::*, sync::Arc};
+
+/// `NVMET_RDMA_MAX_MDTS`: 2^8 pages (1 MiB) per command.
+const MAX_MDTS: u8 = 8;
+/// `NVMET_RDMA_MAX_METADATA_MDTS`, with protection information.
+const MAX_METADATA_MDTS: u8 = 5;
+
+/// The NVMe/RDMA transport, as the nvmet core sees it.
+pub(crate) struct NvmetRdma;
+
+#[vtable]
+impl Transport for NvmetRdma {
+    type Port = Arc<Port>;
+    type Queue = Queue;
+    type Request = RspSlot;
+
+    const TRTYPE: u32 = trtype::RDMA;
+    const MSDBD: u32 = 1;
+    const FLAGS: u32 = flags::KEYED_SGLS | flags::METADATA_SUPPORTED;
+
+    fn add_port(config: PortConfig<'_>) -> Result<Arc<Port>> {
+        Port::enable(config)
+    }
+
+    fn remove_port(port: Arc<Port>) {
+        port.disable();
+    }
+
+    fn queue_response(rsp: &RspSlot) {
+        crate::command::queue_response(rsp);
+    }
+
+    fn delete_ctrl(ctrl: CtrlId) {
+        crate::queue::delete_ctrl(ctrl);
+    }
+
+    fn disc_traddr(queue: &Queue, port: Option<&Arc<Port>>, configured: &[u8], out: &mut [u8]) {
+        if port.is_some_and(|port| port.listens_on_any()) {
+            // The wildcard is no address to give a host: name the one this host reached.
+            queue.local_address().write_ip(out);
+        } else {
+            out.copy_from_slice(configured);
+        }
+    }
+
+    fn host_traddr(ctrl: CtrlId, out: &mut [u8]) -> Result<usize> {
+        let target = Target::get().ok_or(ENODEV)?;
+        // Not `sqs[0]`: `nvmet_sq_destroy` clears it when the admin queue goes, while the
+        // controller (and its debugfs `host_traddr`) lives on with its I/O queues. A queue
+        // on the list is alive while the list is locked; all of a controller's queues come
+        // from its host.
+        let mut written = None;
+        target.for_each_queue(|queue| {
+            if written.is_none() && queue.nvmet.ctrl() == Some(ctrl) {
+                written = Some(queue.peer().write_ip(out));
+            }
+        });
+        written.ok_or_else(crate::rdma::code::enotconn)
+    }
+
+    fn get_mdts(ctrl: &Ctrl) -> u8 {
+        if ctrl.pi_support() {
+            MAX_METADATA_MDTS
+        } else {
+            MAX_MDTS
+        }
+    }
+
+    fn get_max_queue_size(ctrl: &Ctrl) -> u16 {
+        let size = if ctrl.pi_support() {
+            queue_size::MAX_METADATA
+        } else {
+            queue_size::MAX
+        };
+        size as u16
+    }
+}
