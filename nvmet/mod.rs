@@ -19,6 +19,9 @@
 //!
 //! [`drivers/nvme/target/nvmet.h`]: srctree/drivers/nvme/target/nvmet.h
 
+// A binding layer: the one place (with `rdma/`) where `unsafe` belongs.
+#![allow(unsafe_code)]
+
 pub(crate) mod ctrl;
 pub(crate) mod port;
 pub(crate) mod request;

@@ -38,6 +38,8 @@ macro_rules! impl_has_request {
     ($container:ty, $field:ident) => {
         // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is
         // an `Opaque<nvmet_req>`.
+        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
+        #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasRequest for $container {
             const OFFSET: usize = {
                 let _: fn(

@@ -180,6 +180,8 @@ macro_rules! impl_has_sq_cq {
     ($queue:ty, $field:ident) => {
         // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is
         // an `SqCq`.
+        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
+        #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasSqCq for $queue {
             const OFFSET: usize = {
                 let _: fn(&$queue) -> &$crate::nvmet::SqCq = |queue| &queue.$field;

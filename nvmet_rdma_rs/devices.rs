@@ -9,6 +9,8 @@
 //! Listeners are not touched here: RDMA CM tells them (`DEVICE_REMOVAL`), and the port
 //! repairs itself once an address is reachable again (see `port`).
 
+#![forbid(unsafe_code)]
+
 use crate::rdma::{ClientHandler, Device, IbClient};
 use crate::target::Target;
 use kernel::prelude::*;

@@ -6,6 +6,10 @@
 //! configfs steps that enable the C `nvmet_rdma` enable this module instead. See
 //! `Documentation/nvmet-rdma-rs.md`.
 
+// Safe Rust only. `deny`, not `forbid`: the binding layers compiled into this crate allow
+// `unsafe` for themselves, and so does the glue `module!` generates.
+#![deny(unsafe_code)]
+
 #[path = "../rdma/mod.rs"]
 mod rdma;
 

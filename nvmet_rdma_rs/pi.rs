@@ -3,6 +3,8 @@
 //! T10-PI on the data path: the `struct ib_sig_attrs` of a command's [`Signature`], and
 //! the NVMe status of what the signature MR's checks found.
 
+#![forbid(unsafe_code)]
+
 use crate::protection::{self, DifDomain, Signature};
 use crate::rdma::{bindings, signature::SigError};
 use kernel::prelude::*;

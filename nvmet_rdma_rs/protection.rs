@@ -7,6 +7,8 @@
 //! `struct ib_sig_attrs`, and the host unit tests check every field against what the C
 //! transport (`nvmet_rdma_set_sig_attrs` in `drivers/nvme/target/rdma.c`) sets.
 
+#![forbid(unsafe_code)]
+
 use crate::wire::COMMAND_SIZE;
 
 /// Protection bits of a read/write command's control field (`NVME_RW_PRINFO_*`).

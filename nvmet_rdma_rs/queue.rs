@@ -8,6 +8,10 @@
 //! queue disconnecting and queues its release, which disconnects, waits for the nvmet
 //! core to finish the queue's requests, drains the QP and frees everything.
 
+// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
+// it there is under way (issue 15).
+#![allow(unsafe_code)]
+
 use crate::command::Io;
 use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, SqCq};
 use crate::port::{Port, NO_RESOURCES};

@@ -7,6 +7,8 @@
 //! commands (nothing will return space any more) and closes the list, so that a command
 //! that would wait after that ends at once instead of being left behind.
 
+#![forbid(unsafe_code)]
+
 use kernel::prelude::*;
 
 /// Response slots waiting for send queue space, oldest first.

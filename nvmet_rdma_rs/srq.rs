@@ -12,6 +12,10 @@
 //! made it, ports with different in-capsule sizes get SRQs of their own, so no host is
 //! told it may send more than a shared slot holds.)
 
+// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
+// it there is under way (issue 15).
+#![allow(unsafe_code)]
+
 use crate::rdma::{Device, Pd, Srq};
 use crate::recv::RecvSlots;
 use kernel::{prelude::*, sync::Arc};

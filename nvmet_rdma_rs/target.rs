@@ -3,6 +3,10 @@
 //! The transport's global state: its ports, its queues, and the workqueue their setup
 //! and release run on. The nvmet core's callbacks find it through [`Target::get`].
 
+// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
+// it there is under way (issue 15).
+#![allow(unsafe_code)]
+
 use crate::port::{Port, BACKLOG};
 use crate::queue::Queue;
 use crate::rdma::{Device, OwnedQueue};

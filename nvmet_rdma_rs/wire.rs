@@ -6,6 +6,8 @@
 //! Nothing here touches the kernel: every function takes bytes and returns values or the
 //! status the C transport (`drivers/nvme/target/rdma.c`) answers with.
 
+#![forbid(unsafe_code)]
+
 /// A command capsule's size: the 64-byte NVMe submission queue entry.
 pub(crate) const COMMAND_SIZE: usize = 64;
 

@@ -242,6 +242,8 @@ macro_rules! string_param {
         pub(crate) static $name: $crate::rdma::param::StringParam<$size> =
             $crate::rdma::param::StringParam::new($default);
 
+        // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
+        #[allow(unsafe_code)]
         const _: () = {
             static KPARAM_STRING: $crate::rdma::param::KparamString =
                 $crate::rdma::param::KparamString::new(&$name);
@@ -271,6 +273,8 @@ macro_rules! bool_param {
         pub(crate) static $name: $crate::rdma::param::BoolParam =
             $crate::rdma::param::BoolParam::new($default);
 
+        // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
+        #[allow(unsafe_code)]
         const _: () = {
             $crate::rdma::param::kernel_param_entry!(
                 $name,
@@ -298,6 +302,8 @@ macro_rules! int_param_at_least {
         pub(crate) static $name: $crate::rdma::param::IntParam =
             $crate::rdma::param::IntParam::new($default);
 
+        // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
+        #[allow(unsafe_code)]
         const _: () = {
             /// The kernel's `set` operation for this parameter.
             ///

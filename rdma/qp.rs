@@ -110,9 +110,36 @@ pub(crate) struct WorkCompletion {
     pub(crate) byte_len: u32,
     /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
     pub(crate) invalidated_rkey: Option<u32>,
+    /// The QP the request was on (for a receive from an SRQ: the QP that took it), as an
+    /// address.
+    qp: usize,
 }
 
 impl WorkCompletion {
+    /// What the RDMA core's completion `wc` reports.
+    pub(super) fn from_raw(wc: &bindings::ib_wc) -> Self {
+        let ok = wc.status == bindings::ib_wc_status_IB_WC_SUCCESS;
+        let invalidated = wc.wc_flags & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32 != 0;
+        let invalidated_rkey = if ok && invalidated {
+            // SAFETY: `IB_WC_WITH_INVALIDATE` says `ex` holds the invalidated rkey.
+            Some(unsafe { wc.ex.invalidate_rkey })
+        } else {
+            None
+        };
+        Self {
+            status: wc.status,
+            opcode: if ok { wc.opcode } else { 0 },
+            byte_len: if ok { wc.byte_len } else { 0 },
+            invalidated_rkey,
+            qp: wc.qp as usize,
+        }
+    }
+
+    /// The QP the request was on, as an address (only followed by the layer).
+    pub(crate) fn qp(&self) -> *mut bindings::ib_qp {
+        self.qp as *mut bindings::ib_qp
+    }
+
     /// Whether the request succeeded.
     pub(crate) fn is_ok(&self) -> bool {
         self.status == bindings::ib_wc_status_IB_WC_SUCCESS
@@ -194,20 +221,8 @@ unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
         records.duplicates.add(1, Relaxed);
         return;
     }
-    let ok = wc.status == bindings::ib_wc_status_IB_WC_SUCCESS;
-    let invalidated = wc.wc_flags & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32 != 0;
-    let invalidated_rkey = if ok && invalidated {
-        // SAFETY: `IB_WC_WITH_INVALIDATE` says `ex` holds the invalidated rkey.
-        Some(unsafe { wc.ex.invalidate_rkey })
-    } else {
-        None
-    };
-    let completion = WorkCompletion {
-        status: wc.status,
-        opcode: if ok { wc.opcode } else { 0 },
-        byte_len: if ok { wc.byte_len } else { 0 },
-        invalidated_rkey,
-    };
+    let completion = WorkCompletion::from_raw(wc);
+    let ok = completion.is_ok();
     let record = cqe.cast::<InFlight<F>>();
     // INVARIANT: its first completion is running.
     completed.store(true, Release);

@@ -3,6 +3,8 @@
 //! debugfs `bench`: option strings such as `mode=wlat,size=4096,count=1000` and the
 //! results (latency percentiles, MB/s, ops/s) read back from the same file.
 
+#![forbid(unsafe_code)]
+
 use crate::options::{as_text, number};
 use crate::protocol::{MAX_PING, MAX_TEXT};
 use core::num::NonZeroU64;

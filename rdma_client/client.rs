@@ -5,6 +5,10 @@
 //! Connects to `server`:`port` at load (or on `echo connect > ctl`). `echo text > send`
 //! runs the round trip of `Documentation/rdma-demo.md`; `reply` shows what came back.
 
+// Safe Rust only. `deny`, not `forbid`: the binding layers compiled into this crate allow
+// `unsafe` for themselves, and so does the glue `module!` generates.
+#![deny(unsafe_code)]
+
 #[path = "../rdma/mod.rs"]
 mod rdma;
 

@@ -3,6 +3,8 @@
 //! What the option strings of `ping` and `bench` share: text and bounded numbers, each
 //! refused with `EINVAL` and one log line that names the file and the option.
 
+#![forbid(unsafe_code)]
+
 use kernel::prelude::*;
 
 /// `input` as text; `file` names the debugfs file in the log line.

@@ -3,6 +3,8 @@
 //! krping-style option strings for debugfs `ping`, e.g.
 //! `count=1000,size=65536,validate,mem_mode=reg,server_inv`.
 
+#![forbid(unsafe_code)]
+
 use crate::options::{as_text, number};
 use crate::protocol::MAX_PING;
 use kernel::prelude::*;

@@ -6,6 +6,8 @@
 //! time, and wait for the RDMA CM events and work completions they cause; callbacks only
 //! record what happened in the inbox and wake the waiter.
 
+#![forbid(unsafe_code)]
+
 use crate::bench::{BenchOptions, BenchResult, Mode, MAX_DEPTH};
 use crate::ping::{MemMode, PingOptions};
 use crate::protocol::{

@@ -8,6 +8,8 @@
 //! its own handler. Receive slot `i` owns the `i`-th region of the send and data buffers
 //! until its DONE is sent, when the receive is posted again.
 
+#![forbid(unsafe_code)]
+
 use crate::protocol::{
     Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE, HEADER_SIZE, MAX_TEXT, SLOT_SIZE,
 };

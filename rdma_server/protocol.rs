@@ -23,6 +23,8 @@
 //!
 //! DONE answering BENCH carries the server's scratch buffer in its sink field.
 
+#![forbid(unsafe_code)]
+
 use crate::rdma::{code, RemoteBuf};
 use kernel::prelude::*;
 

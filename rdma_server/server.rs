@@ -8,6 +8,10 @@
 //! buffer, RDMA WRITEs what it read into the client's sink buffer, and SENDs DONE. The
 //! wire format is in `protocol.rs`; `Documentation/rdma-demo.md` has the whole story.
 
+// Safe Rust only. `deny`, not `forbid`: the binding layers compiled into this crate allow
+// `unsafe` for themselves, and so does the glue `module!` generates.
+#![deny(unsafe_code)]
+
 #[path = "../rdma/mod.rs"]
 mod rdma;
 
