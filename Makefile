@@ -34,7 +34,7 @@
 SHELL := /bin/bash
 REPO := $(CURDIR)
 SCRIPTS := $(REPO)/scripts
-RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/rdma_server $(REPO)/rdma_client \
+RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/nvmet $(REPO)/rdma_server $(REPO)/rdma_client \
 		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src \
 		 $(REPO)/tests/host/wire/fuzz/fuzz_targets -name '*.rs' ! -name '*_generated.rs')
 

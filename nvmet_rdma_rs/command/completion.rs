@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completions of a command's work requests (its receive, its RDMA READ, its RDMA
+//! WRITEs with T10-PI, its response SEND) and `queue_response`, the nvmet core's
+//! completion of the request.
+
+// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
+// it there is under way (issue 15).
+#![allow(unsafe_code)]
+
+use super::{handle_command, Io, RspSlot, RspState, READ, SEND, WRITE};
+use crate::queue::Queue;
+use crate::rdma::{bindings, CmId, CqeHandler, WorkCompletion};
+use crate::recv::CmdSlot;
+use crate::wire::COMMAND_SIZE;
+use core::sync::atomic::Ordering::Relaxed;
+use kernel::prelude::*;
+
+impl CqeHandler<SEND> for RspSlot {
+    fn done(&self, wc: &WorkCompletion) {
+        send_done(self, wc);
+    }
+}
+
+impl CqeHandler<READ> for RspSlot {
+    fn done(&self, wc: &WorkCompletion) {
+        read_done(self, wc);
+    }
+}
+
+impl CqeHandler<WRITE> for RspSlot {
+    fn done(&self, wc: &WorkCompletion) {
+        write_done(self, wc);
+    }
+}
+
+/// Logs a failed work completion (flushes are teardown, quiet) and ends the queue.
+fn failed(queue: &Queue, what: &str, wc: &WorkCompletion) {
+    if wc.is_flush() {
+        return;
+    }
+    pr_err!(
+        "{} failed: {} ({}); ending the queue\n",
+        what,
+        wc.status_name().to_str().unwrap_or("?"),
+        wc.status
+    );
+    queue.fatal_error();
+}
+
+/// The queue a response slot belongs to.
+fn queue_of(rsp: &RspSlot) -> &Queue {
+    // SAFETY: a slot's queue outlives its slots' work requests and requests: it drains its
+    // QP and waits for the nvmet core before it frees them.
+    unsafe { &*rsp.queue }
+}
+
+/// A receive completed (`slot`'s [`CqeHandler`]).
+pub(crate) fn recv_done(slot: &CmdSlot, wc: &WorkCompletion) {
+    let queue = if slot.queue.is_null() {
+        // SAFETY: an SRQ's receive completes on the QP that took it, a queue's QP made by
+        // `create_qp_on_srq`; the queue and its QP live until the QP is drained, which
+        // processes this completion first.
+        unsafe { CmId::<Queue>::handler_of_qp(wc.qp()) }
+    } else {
+        // SAFETY: a queue's own slot names the queue, which outlives its slots' receives.
+        unsafe { &*slot.queue }
+    };
+    let Some(io) = queue.io.as_ref() else {
+        return;
+    };
+    // A shared slot goes back to its SRQ whenever no command takes it.
+    let give_back = || io.give_back_shared(slot.index);
+    if !wc.is_ok() {
+        give_back();
+        failed(queue, "RECV", wc);
+        return;
+    }
+    if (wc.byte_len as usize) < COMMAND_SIZE {
+        give_back();
+        pr_err!(
+            "a capsule of {} bytes is shorter than a command; ending the queue\n",
+            wc.byte_len
+        );
+        queue.fatal_error();
+        return;
+    }
+    if queue.is_disconnecting() {
+        give_back();
+        return;
+    }
+    handle_command(queue, io, slot.index, wc.byte_len);
+}
+
+/// The data path of a command whose RDMA transfer (its READ, or its WRITEs with T10-PI)
+/// completed, and the command's state, with the transfer's send queue space given back.
+// (The state is the slot's, lent to the completion that owns the slot, as in
+// `RspSlot::state`.)
+#[allow(clippy::mut_from_ref)]
+fn transfer_completed<'a>(
+    queue: &'a Queue,
+    rsp: &'a RspSlot,
+) -> Option<(&'a Io, &'a mut RspState)> {
+    let io = queue.io.as_ref()?;
+    // SAFETY: the transfer was the command's step in progress: it owns the slot.
+    let state = unsafe { rsp.state() };
+    io.sq_wr_avail.fetch_add(state.n_rdma as i32, Relaxed);
+    Some((io, state))
+}
+
+/// An RDMA READ of a command's data, posted by [`Io::execute`], completed.
+fn read_done(rsp: &RspSlot, wc: &WorkCompletion) {
+    let queue = queue_of(rsp);
+    if !rsp.read_posted.swap(false, Relaxed) {
+        // A provider's second completion of the same READ: the first one ran already.
+        queue.stats.duplicate_completions.fetch_add(1, Relaxed);
+        return;
+    }
+    let Some((io, state)) = transfer_completed(queue, rsp) else {
+        return;
+    };
+    let req = rsp.req();
+    if !wc.is_ok() {
+        io.free_data(rsp, state);
+        io.return_recv(state);
+        // SAFETY: the request was initialised and has not completed; it never will now.
+        unsafe { bindings::nvmet_req_uninit(req) };
+        io.release(queue, rsp);
+        failed(queue, "RDMA READ", wc);
+        return;
+    }
+    // SAFETY: the request is initialised and its data arrived.
+    unsafe {
+        queue
+            .stats
+            .read_bytes
+            .fetch_add((*req).transfer_len as u64, Relaxed);
+    }
+    let pi_status = if state.pi { io.pi_status(rsp) } else { 0 };
+    io.free_rw(rsp, state);
+    // SAFETY: as above.
+    unsafe {
+        if pi_status != 0 {
+            bindings::nvmet_req_complete(req, pi_status);
+        } else if let Some(execute) = (*req).execute {
+            execute(req);
+        }
+    }
+}
+
+/// The RDMA WRITEs of a command's data with T10-PI, posted by [`queue_response`],
+/// completed: the response goes out now, with the PI error the signature MR found, if any.
+fn write_done(rsp: &RspSlot, wc: &WorkCompletion) {
+    let queue = queue_of(rsp);
+    let Some((io, state)) = transfer_completed(queue, rsp) else {
+        return;
+    };
+    let pi_status = if wc.is_ok() { io.pi_status(rsp) } else { 0 };
+    io.free_rw(rsp, state);
+    if !wc.is_ok() {
+        // (the request completed already: only the slot is left to free)
+        io.release(queue, rsp);
+        failed(queue, "RDMA WRITE", wc);
+        return;
+    }
+    // SAFETY: the response is ours until its SEND is posted; the SEND work request was
+    // prepared by `queue_response`; the QP is live while requests are outstanding.
+    let posted = unsafe {
+        if pi_status != 0 {
+            (*(*rsp.req()).cqe).status = (pi_status << 1).to_le();
+            io.response_to_device(rsp);
+        }
+        bindings::rdma_rs_ib_post_send(io.qp, rsp.send_wr.get(), core::ptr::null_mut())
+    };
+    if posted != 0 {
+        pr_err!("cannot post a response; ending the queue\n");
+        io.release(queue, rsp);
+        queue.close(c"send post failure");
+    }
+}
+
+/// A response SEND, posted by [`queue_response`], completed.
+fn send_done(rsp: &RspSlot, wc: &WorkCompletion) {
+    let queue = queue_of(rsp);
+    if let Some(io) = queue.io.as_ref() {
+        io.release(queue, rsp);
+    }
+    if !wc.is_ok() {
+        failed(queue, "SEND", wc);
+    }
+}
+
+/// `queue_response`: the nvmet core completed the request of `rsp` (passed to
+/// `nvmet_req_init` by [`Io::start`]); send its data and response.
+pub(crate) fn queue_response(rsp: &RspSlot) {
+    let req = rsp.req();
+    let queue = queue_of(rsp);
+    let Some(io) = queue.io.as_ref() else {
+        return;
+    };
+    // SAFETY: completing the request hands the slot back to this command's last steps.
+    let state = unsafe { rsp.state() };
+    // SAFETY: the request and its slot are ours; the work requests point into the slot;
+    // the QP is live while requests are outstanding.
+    unsafe {
+        let send = &mut *rsp.send_wr.get();
+        match state.invalidate {
+            Some(rkey) => {
+                send.opcode = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+                send.ex.invalidate_rkey = rkey;
+            }
+            None => send.opcode = bindings::ib_wr_opcode_IB_WR_SEND,
+        }
+        let failed_status = (*(*req).cqe).status != 0;
+        let data_out = !state.write && (*req).transfer_len > 0 && !state.in_capsule;
+        let first = if data_out && !failed_status && state.rw_live {
+            queue
+                .stats
+                .write_bytes
+                .fetch_add((*req).transfer_len as u64, Relaxed);
+            // With PI the SEND waits for the WRITEs' completion (`write_done`), which
+            // tells whether the PI was intact.
+            let (cqe, chain) = if state.pi {
+                (rsp.write_cqe.as_raw(), core::ptr::null_mut())
+            } else {
+                (core::ptr::null_mut(), core::ptr::from_mut(send))
+            };
+            bindings::rdma_rw_ctx_wrs(rsp.rw.get(), io.qp, io.port_num, cqe, chain)
+        } else {
+            send
+        };
+        state.recv_owed = false;
+        if io.post_recv(state.cmd).is_err() {
+            queue.close(c"receive post failure");
+        }
+        io.response_to_device(rsp);
+        if bindings::rdma_rs_ib_post_send(io.qp, first, core::ptr::null_mut()) != 0 {
+            pr_err!("cannot post a response; ending the queue\n");
+            // The send queue space goes back (atomically: any context); the slot's data is
+            // reclaimed when the queue is released.
+            io.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
+            state.n_rdma = 0;
+            queue.close(c"send post failure");
+        }
+    }
+}
