@@ -2,9 +2,7 @@
 
 //! Ports: what `add_port` makes of a configfs port, and its RDMA CM listener.
 
-// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
-// it there is under way (issue 15).
-#![allow(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use crate::nvmet::{EnabledPort, PortConfig};
 use crate::queue::Queue;
@@ -177,22 +175,7 @@ impl Port {
     /// queued again. A retry queued with a delay would otherwise keep the port until it
     /// ran.
     fn cancel_repair(self: &Arc<Self>) {
-        // SAFETY: `repair` is this live port's `DelayedWork`, whose `work_struct` is the
-        // `work` field of its `delayed_work`.
-        let cancelled = unsafe {
-            let work =
-                DelayedWork::raw_as_work(&self.repair).cast::<kernel::bindings::work_struct>();
-            kernel::bindings::disable_delayed_work_sync(kernel::container_of!(
-                work,
-                kernel::bindings::delayed_work,
-                work
-            ))
-        };
-        if cancelled {
-            // SAFETY: the cancelled run owned the reference `enqueue_delayed` gave the
-            // queue (`Arc::into_raw`); nothing else will take it back.
-            drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
-        }
+        crate::rdma::workqueue::disable_delayed_work(self);
     }
 
     /// The nvmet port, for requests.

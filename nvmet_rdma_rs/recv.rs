@@ -182,6 +182,15 @@ impl RecvSlots {
         self.inline.get(index as usize)
     }
 
+    /// Posts shared slot `index` on the set's SRQ; `EINVAL` for a queue's own slots.
+    pub(crate) fn post_shared(&self, index: u32) -> Result {
+        if self.srq.is_none() {
+            return Err(EINVAL);
+        }
+        // SAFETY: shared slots: the QP argument is unused.
+        unsafe { self.post(core::ptr::null_mut(), index) }
+    }
+
     /// Posts slot `index` (again): on the SRQ, or on `qp`.
     ///
     /// # Safety

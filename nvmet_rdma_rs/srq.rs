@@ -12,9 +12,9 @@
 //! made it, ports with different in-capsule sizes get SRQs of their own, so no host is
 //! told it may send more than a shared slot holds.)
 
-// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
-// it there is under way (issue 15).
-#![allow(unsafe_code)]
+// Safe Rust only. `deny`, not `forbid`: the layer's module-parameter macros allow their
+// own `unsafe` where they expand.
+#![deny(unsafe_code)]
 
 use crate::rdma::{Device, Pd, Srq};
 use crate::recv::RecvSlots;
@@ -67,8 +67,7 @@ impl SrqSet {
                 Some(srq),
             )?;
             for index in 0..slots.count() {
-                // SAFETY: shared slots: the QP argument is unused.
-                unsafe { slots.post(core::ptr::null_mut(), index)? };
+                slots.post_shared(index)?;
             }
             set.srqs.push(Arc::new(slots, GFP_KERNEL)?, GFP_KERNEL)?;
         }

@@ -9,7 +9,11 @@
 
 use super::bindings;
 use core::ptr::NonNull;
-use kernel::{prelude::*, workqueue::Queue};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    workqueue::{HasDelayedWork, Queue, Work},
+};
 
 /// An owned, ordered-as-needed workqueue (`alloc_workqueue`), destroyed on drop.
 ///
@@ -55,5 +59,30 @@ impl Drop for OwnedQueue {
     fn drop(&mut self) {
         // SAFETY: live by the type invariant; `destroy_workqueue` drains pending work first.
         unsafe { bindings::destroy_workqueue(self.queue.as_ptr()) };
+    }
+}
+
+/// Disables delayed work item `ID` of `this` for good: cancels a queued run (giving back
+/// the reference on `this` it held) or waits for a running one; the item cannot be queued
+/// again afterwards (`disable_delayed_work_sync`).
+pub(crate) fn disable_delayed_work<T, const ID: u64>(this: &Arc<T>)
+where
+    T: HasDelayedWork<T, ID>,
+{
+    // SAFETY: `this` is live; a `HasDelayedWork` item's `Work` is the `work` of the
+    // `delayed_work` of its `DelayedWork`.
+    let cancelled = unsafe {
+        let work = Work::raw_get(T::raw_get_work(Arc::as_ptr(this).cast_mut()));
+        kernel::bindings::disable_delayed_work_sync(kernel::container_of!(
+            work,
+            kernel::bindings::delayed_work,
+            work
+        ))
+    };
+    if cancelled {
+        // SAFETY: the cancelled run owned the reference the queueing gave the workqueue
+        // (`Arc::into_raw`, as `enqueue_delayed` does for an `Arc`); nothing else will
+        // take it back.
+        drop(unsafe { Arc::from_raw(Arc::as_ptr(this)) });
     }
 }
