@@ -126,8 +126,9 @@ impl EnabledPort {
     pub(crate) fn pi_enabled(&self) -> bool {
         self.link
             .try_access_with(|port| {
-                // SAFETY: the port is live until the link is revoked (`RawPort`); configfs
-                // refuses to change an enabled port's parameters, so meanwhile only this
+                // SAFETY: the port is live until the link is revoked (`RawPort`). configfs
+                // refuses to change an enabled port's parameters (a write racing with
+                // `add_port` aside, as for the C transports), so meanwhile only this
                 // transport writes the field.
                 unsafe { core::ptr::read_volatile(&raw const (*port.0.as_ptr()).pi_enable) }
             })

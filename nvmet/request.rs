@@ -42,10 +42,12 @@ macro_rules! impl_has_request {
         #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasRequest for $container {
             const OFFSET: usize = {
+                // (raw pointers: a reference would also accept a field that derefs to one)
                 let _: fn(
-                    &$container,
-                ) -> &::kernel::types::Opaque<$crate::rdma::bindings::nvmet_req> =
-                    |container| &container.$field;
+                    *const $container,
+                ) -> *const ::kernel::types::Opaque<$crate::rdma::bindings::nvmet_req> =
+                    // SAFETY: only the field's address is taken, nothing is read.
+                    |container| unsafe { &raw const (*container).$field };
                 ::core::mem::offset_of!($container, $field)
             };
         }

@@ -184,7 +184,10 @@ macro_rules! impl_has_sq_cq {
         #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasSqCq for $queue {
             const OFFSET: usize = {
-                let _: fn(&$queue) -> &$crate::nvmet::SqCq = |queue| &queue.$field;
+                // (raw pointers: a reference would also accept a field that derefs to one)
+                let _: fn(*const $queue) -> *const $crate::nvmet::SqCq =
+                    // SAFETY: only the field's address is taken, nothing is read.
+                    |queue| unsafe { &raw const (*queue).$field };
                 ::core::mem::offset_of!($queue, $field)
             };
         }

@@ -177,8 +177,9 @@ impl<T: Transport> Ops<T> {
             Ok(entry) => entry,
             Err(e) => return e.to_errno(),
         };
-        // SAFETY: the core passes a live port and, under `nvmet_config_sem`, nothing else
-        // uses it during the call.
+        // SAFETY: the core passes a live port, under `nvmet_config_sem`. (configfs writes
+        // to a port's parameters check only `enabled`, which is still false: a write may
+        // race with this call, as it does with the C transports' `add_port`.)
         let config = PortConfig::new(unsafe { &mut *port }, &entry.link);
         match T::add_port(config) {
             Ok(data) => {
@@ -188,7 +189,12 @@ impl<T: Transport> Ops<T> {
                 unsafe { (*port).priv_ = KBox::into_raw(entry).cast() };
                 0
             }
-            Err(e) => e.to_errno(),
+            Err(e) => {
+                // The core calls no `remove_port` for a port that failed to enable: cut the
+                // link of any handle the transport kept.
+                entry.link.revoke();
+                e.to_errno()
+            }
         }
     }
 
@@ -243,13 +249,21 @@ impl<T: Transport> Ops<T> {
         port: *mut bindings::nvmet_port,
         traddr: *mut c_char,
     ) {
-        // SAFETY: the request's sq is a live `T::Queue`'s (see `Transport`); `priv` holds
-        // the port's entry or, once `remove_port` ran, NULL, and cannot change during the
-        // call (`nvmet_config_sem`); the buffer has `NVMF_TRADDR_SIZE` bytes.
+        // SAFETY: the request's sq is a live `T::Queue`'s (see `Transport`). The port is
+        // allocated (the core flushes its workqueue, where queues are released, before it
+        // frees a port); `tr_ops` and `priv` cannot change during the call
+        // (`nvmet_config_sem`), and while `tr_ops` is this transport's table, `priv` holds
+        // its entry (the port may have been removed, or enabled again for another
+        // transport, since the queue connected). The buffer has `NVMF_TRADDR_SIZE` bytes.
         let (queue, entry, configured, out) = unsafe {
+            let ours = core::ptr::eq((*port).tr_ops, (*req).ops);
             (
                 T::Queue::from_sq((*req).sq),
-                (*port).priv_.cast::<PortEntry<T>>().as_ref(),
+                if ours {
+                    (*port).priv_.cast::<PortEntry<T>>().as_ref()
+                } else {
+                    None
+                },
                 &(*port).disc_addr.traddr,
                 core::slice::from_raw_parts_mut(
                     traddr.cast::<u8>(),
@@ -311,11 +325,12 @@ pub(crate) struct Registration<T: Transport> {
 
 impl<T: Transport> Registration<T> {
     /// Registers `ops`; `EBUSY` if another transport of the type is registered already
-    /// (such as the C one: the caller says so).
+    /// (such as the C one: the caller says so; the core answers `EINVAL`).
     pub(crate) fn new(ops: Ops<T>) -> Result<Self> {
         // SAFETY: the table is valid, stays put (boxed) until `Drop` unregisters it, and
         // its callbacks are the ones above.
-        kernel::error::to_result(unsafe { bindings::nvmet_register_transport(ops.as_raw()) })?;
+        let ret = unsafe { bindings::nvmet_register_transport(ops.as_raw()) };
+        kernel::error::to_result(ret).map_err(|_| EBUSY)?;
         // INVARIANT: registered just now.
         Ok(Self { ops })
     }

@@ -362,7 +362,8 @@ impl Io {
         let port = queue.port.raw();
         // SAFETY: `req` is the slot's request, not in use by the nvmet core (the slot was
         // free); the capsule stays put until the receive is posted again, after the
-        // response; the port is enabled while the queue exists. What the binding's
+        // response; the port stays allocated while the queue exists (the core flushes
+        // `nvmet_wq`, where queues are released, before it frees a port). What the binding's
         // callbacks rely on (`nvmet::Transport`): the request is embedded in a `RspSlot`
         // (`impl_has_request!`), its sq in a `Queue` (`impl_has_sq_cq!`), and both live
         // until the request's `queue_response` returned (the queue drains its slots).

@@ -34,8 +34,9 @@ pub(crate) unsafe trait HasCqe<const ID: u64 = 0> {
 /// An `ib_cqe` embedded in a `T`: the completions of the work requests that carry it run
 /// `T`'s [`CqeHandler<ID>`].
 ///
-/// Whoever posts a work request with [`Cqe::as_raw`] as its `wr_cqe` keeps the `T` alive
-/// and in place until the request's completion has run (or the QP is drained).
+/// Whoever posts a work request with [`Cqe::as_raw`] as its `wr_cqe` uses the `Cqe` that
+/// is `T`'s [`HasCqe<ID>`] field, and keeps the `T` alive and in place until the request's
+/// completion has run (or the QP is drained).
 ///
 /// # Invariants
 ///
@@ -107,7 +108,10 @@ macro_rules! impl_has_cqe {
         #[allow(unsafe_code)]
         unsafe impl $crate::rdma::cqe::HasCqe<$id> for $owner {
             const OFFSET: usize = {
-                let _: fn(&$owner) -> &$crate::rdma::cqe::Cqe<$owner, $id> = |owner| &owner.$field;
+                // (raw pointers: a reference would also accept a field that derefs to one)
+                let _: fn(*const $owner) -> *const $crate::rdma::cqe::Cqe<$owner, $id> =
+                    // SAFETY: only the field's address is taken, nothing is read.
+                    |owner| unsafe { &raw const (*owner).$field };
                 ::core::mem::offset_of!($owner, $field)
             };
         }

@@ -12,7 +12,7 @@ use core::ptr::NonNull;
 use kernel::{
     prelude::*,
     sync::Arc,
-    workqueue::{HasDelayedWork, Queue, Work},
+    workqueue::{HasDelayedWork, Queue, Work, WorkItem},
 };
 
 /// An owned, ordered-as-needed workqueue (`alloc_workqueue`), destroyed on drop.
@@ -67,7 +67,7 @@ impl Drop for OwnedQueue {
 /// again afterwards (`disable_delayed_work_sync`).
 pub(crate) fn disable_delayed_work<T, const ID: u64>(this: &Arc<T>)
 where
-    T: HasDelayedWork<T, ID>,
+    T: HasDelayedWork<T, ID> + WorkItem<ID, Pointer = Arc<T>>,
 {
     // SAFETY: `this` is live; a `HasDelayedWork` item's `Work` is the `work` of the
     // `delayed_work` of its `DelayedWork`.
