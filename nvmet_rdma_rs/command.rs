@@ -32,13 +32,20 @@
 // it there is under way (issue 15).
 #![allow(unsafe_code)]
 
-use crate::nvmet::request::impl_has_request;
+use crate::nvmet::request::{self, impl_has_request, DataSgls};
 use crate::queue::{Parked, Queue};
-use crate::rdma::{bindings, cqe::impl_has_cqe, CmId, Cqe, Device, DmaBuf};
+use crate::rdma::{
+    bindings,
+    cqe::impl_has_cqe,
+    qp_handle::{QpHandle, SendWr},
+    rw::RwCtx,
+    CmId, Cqe, Device, DmaBuf,
+};
 use crate::recv::RecvSlots;
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
     cell::UnsafeCell,
+    pin::Pin,
     sync::atomic::{
         fence, AtomicBool, AtomicI32, AtomicU32,
         Ordering::{Relaxed, SeqCst},
@@ -49,6 +56,7 @@ mod completion;
 mod mapping;
 
 pub(crate) use completion::{queue_response, recv_done};
+use mapping::free_rw;
 
 /// Bytes of an NVMe completion queue entry.
 pub(crate) const RESPONSE_SIZE: usize = 16;
@@ -60,9 +68,8 @@ pub(crate) fn rw_mr_factor(device: &Device, port: u32) -> u32 {
     unsafe { bindings::rdma_rw_mr_factor(device.as_raw(), port, 256) }
 }
 
-/// What a response slot knows about its command; touched only by the slot's current
-/// owner (see [`RspSlot::state`]).
-#[derive(Default)]
+/// What a response slot knows about its command, and what the command holds; touched only
+/// by the slot's current owner (see [`RspSlot::state`]).
 struct RspState {
     in_use: bool,
     /// The receive slot the command arrived in.
@@ -73,15 +80,19 @@ struct RspState {
     write: bool,
     /// The data came in the capsule.
     in_capsule: bool,
-    /// An `rdma_rw` context is initialised (and owes `rdma_rw_ctx_destroy`).
-    rw_live: bool,
-    /// The context is a signature one: the data carries T10-PI (and it owes
-    /// `rdma_rw_ctx_destroy_signature`).
-    pi: bool,
     /// RDMA work requests the context posts (send queue space reserved for them).
     n_rdma: u32,
     /// The host's rkey to invalidate with the response.
     invalidate: Option<u32>,
+    /// The data buffers the core allocated for a keyed transfer, while `rw` does not map
+    /// them (before the mapping, after the READ, or when the mapping failed).
+    data: Option<DataSgls>,
+    /// The RDMA READ or WRITE of keyed data: maps `data` while the host's memory is
+    /// transferred (a signature context with T10-PI), and gives it back when destroyed.
+    rw: Pin<KBox<RwCtx<DataSgls>>>,
+    /// The response SEND, pointed at the slot's response buffer and SEND completion entry
+    /// once the slot is in place (`Io::prepare_rsp`).
+    send: Option<SendWr>,
 }
 
 impl RspState {
@@ -97,9 +108,6 @@ pub(crate) struct RspSlot {
     send_cqe: Cqe<RspSlot, SEND>,
     read_cqe: Cqe<RspSlot, READ>,
     write_cqe: Cqe<RspSlot, WRITE>,
-    send_wr: Opaque<bindings::ib_send_wr>,
-    send_sge: Opaque<bindings::ib_sge>,
-    rw: Opaque<bindings::rdma_rw_ctx>,
     req: Opaque<bindings::nvmet_req>,
     state: UnsafeCell<RspState>,
     /// The command's RDMA READ is posted and its completion has not run: siw completes a
@@ -147,10 +155,10 @@ impl RspSlot {
 /// # Invariants
 ///
 /// `qp` is the QP of the queue's CM id, which outlives this value's use: the release
-/// drains it and reclaims the slots before destroying it. Slots never move.
+/// drains it and reclaims the slots before destroying it. Slots never move, and outlive
+/// the QP's completions.
 pub(crate) struct Io {
-    qp: *mut bindings::ib_qp,
-    port_num: u32,
+    qp: QpHandle,
     /// Where commands arrive: the queue's own receive slots, or an SRQ's.
     recv: Arc<RecvSlots>,
     responses: DmaBuf,
@@ -177,20 +185,28 @@ unsafe impl Send for Io {}
 // SAFETY: as above.
 unsafe impl Sync for Io {}
 
-fn zeroed_rsp(index: u32, queue: *const Queue) -> RspSlot {
-    RspSlot {
+fn new_rsp(index: u32, queue: *const Queue) -> Result<RspSlot> {
+    Ok(RspSlot {
         send_cqe: Cqe::new(),
         read_cqe: Cqe::new(),
         write_cqe: Cqe::new(),
         read_posted: AtomicBool::new(false),
-        send_wr: Opaque::zeroed(),
-        send_sge: Opaque::zeroed(),
-        rw: Opaque::zeroed(),
         req: Opaque::zeroed(),
-        state: UnsafeCell::new(RspState::default()),
+        state: UnsafeCell::new(RspState {
+            in_use: false,
+            cmd: 0,
+            recv_owed: false,
+            write: false,
+            in_capsule: false,
+            n_rdma: 0,
+            invalidate: None,
+            data: None,
+            rw: KBox::pin_init(RwCtx::new(), GFP_KERNEL)?,
+            send: None,
+        }),
         index,
         queue,
-    }
+    })
 }
 
 impl Io {
@@ -227,11 +243,14 @@ impl Io {
         let responses = DmaBuf::new(device, nr_rsps as usize * RESPONSE_SIZE)?;
         let mut rsps = KVVec::with_capacity(nr_rsps as usize, GFP_KERNEL)?;
         for index in 0..nr_rsps {
-            rsps.push(zeroed_rsp(index, owner), GFP_KERNEL)?;
+            rsps.push(new_rsp(index, owner)?, GFP_KERNEL)?;
         }
-        let io = Self {
-            qp: id.raw_qp(),
-            port_num: id.port_num(),
+        // SAFETY: the queue keeps the id until its release has drained the QP and
+        // reclaimed the slots (`Queue`'s `WorkItem::run`), and the slots, whose completion
+        // entries the QP's requests carry, live as long as the queue (type invariant).
+        let qp = unsafe { id.qp_handle() }.ok_or(ENODEV)?;
+        let mut io = Self {
+            qp,
             recv: recv_slots,
             responses,
             inline_size,
@@ -242,48 +261,40 @@ impl Io {
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
             waiters: AtomicU32::new(0),
         };
-        for rsp in &io.rsps {
-            io.prepare_rsp(rsp, lkey, device.p2p_dma_client())?;
+        for index in 0..io.rsps.len() {
+            let send = io.prepare_rsp(&io.rsps[index], lkey, device.p2p_dma_client())?;
+            io.rsps[index].state.get_mut().send = Some(send);
         }
         Ok(io)
     }
 
-    /// Points a response slot's SEND at its response buffer; `p2p_client` (the device, if
-    /// it can reach PCI peer-to-peer memory) lets the nvmet core place keyed data in a
-    /// namespace's P2P memory (`use_p2pmem`), as the C transport allows.
+    /// The SEND of a response slot's response buffer, and points its request at that
+    /// buffer; `p2p_client` (the device, if it can reach PCI peer-to-peer memory) lets the
+    /// nvmet core place keyed data in a namespace's P2P memory (`use_p2pmem`), as the C
+    /// transport allows.
     fn prepare_rsp(
         &self,
         rsp: &RspSlot,
         lkey: u32,
         p2p_client: Option<*mut bindings::device>,
-    ) -> Result {
+    ) -> Result<SendWr> {
         let offset = rsp.index as usize * RESPONSE_SIZE;
         let cqe = self.responses.cpu_ptr(offset)?;
-        let (sge, flags) = if self.inline_responses {
-            (
-                self.responses.inline_sge(offset, RESPONSE_SIZE as u32)?,
-                bindings::ib_send_flags_IB_SEND_INLINE,
-            )
-        } else {
-            let sge = bindings::ib_sge {
-                addr: self.responses.dma_addr(offset),
-                length: RESPONSE_SIZE as u32,
-                lkey,
-            };
-            (sge, 0)
-        };
-        // SAFETY: as in `prepare_cmd`, for the never-moving `rsps`.
+        let send = SendWr::new(
+            &rsp.send_cqe,
+            &self.responses,
+            offset,
+            RESPONSE_SIZE as u32,
+            lkey,
+            self.inline_responses,
+        )?;
+        // SAFETY: the request is not in use yet; the response buffer lives as long as the
+        // slots.
         unsafe {
-            *rsp.send_sge.get() = sge;
-            let wr = &mut *rsp.send_wr.get();
-            wr.__bindgen_anon_1.wr_cqe = rsp.send_cqe.as_raw();
-            wr.sg_list = rsp.send_sge.get();
-            wr.num_sge = 1;
-            wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED | flags;
             (*rsp.req()).cqe = cqe.cast();
             (*rsp.req()).p2p_client = p2p_client.unwrap_or(core::ptr::null_mut());
         }
-        Ok(())
+        Ok(send)
     }
 
     /// Response slots of the queue.
@@ -300,12 +311,9 @@ impl Io {
         }
     }
 
-    /// Posts receive slot `cmd` (again): on the queue's QP (live, by the type invariant)
-    /// or on its SRQ.
+    /// Posts receive slot `cmd` (again): on the queue's QP or on its SRQ.
     pub(crate) fn post_recv(&self, cmd: u32) -> Result {
-        // SAFETY: `qp` is the queue's QP, live while `self` is used and drained before
-        // the slots go (type invariant).
-        unsafe { self.recv.post(self.qp, cmd) }
+        self.recv.post(&self.qp, cmd)
     }
 
     /// Whether responses go out as inline sends.
@@ -351,13 +359,14 @@ impl Io {
         }
         // SAFETY: the slot came off the free list: this command owns it.
         let state = unsafe { rsp.state() };
-        *state = RspState {
-            in_use: true,
-            cmd: cmd_index,
-            recv_owed: true,
-            write: wire::is_write(&command),
-            ..RspState::default()
-        };
+        // (The last command released its data and context: `free_data`.)
+        state.in_use = true;
+        state.cmd = cmd_index;
+        state.recv_owed = true;
+        state.write = wire::is_write(&command);
+        state.in_capsule = false;
+        state.n_rdma = 0;
+        state.invalidate = None;
         let req = rsp.req();
         let port = queue.port.raw();
         // SAFETY: `req` is the slot's request, not in use by the nvmet core (the slot was
@@ -439,24 +448,22 @@ impl Io {
             return false;
         }
         let req = rsp.req();
-        // SAFETY: the request is initialised and mapped; the context (if the data comes
-        // from the host) was initialised by `map_keyed`; the QP is live.
-        unsafe {
-            if state.write && (*req).transfer_len > 0 && !state.in_capsule {
-                rsp.read_posted.store(true, Relaxed);
-                let ret = bindings::rdma_rw_ctx_post(
-                    rsp.rw.get(),
-                    self.qp,
-                    self.port_num,
-                    rsp.read_cqe.as_raw(),
-                    core::ptr::null_mut(),
-                );
-                if ret != 0 {
-                    rsp.read_posted.store(false, Relaxed);
-                    bindings::nvmet_req_complete(req, status::DATA_XFER_ERROR);
+        // SAFETY: the request is initialised and mapped.
+        let from_host = state.write && unsafe { (*req).transfer_len } > 0 && !state.in_capsule;
+        if from_host {
+            rsp.read_posted.store(true, Relaxed);
+            // (the context was initialised by `map_keyed`)
+            if state.rw.as_mut().post(&rsp.read_cqe).is_err() {
+                rsp.read_posted.store(false, Relaxed);
+                // SAFETY: the request is ours until it completes.
+                unsafe { bindings::nvmet_req_complete(req, status::DATA_XFER_ERROR) };
+            }
+        } else {
+            // SAFETY: as above; executing hands the request to the core.
+            unsafe {
+                if let Some(execute) = (*req).execute {
+                    execute(req);
                 }
-            } else if let Some(execute) = (*req).execute {
-                execute(req);
             }
         }
         true
@@ -476,14 +483,11 @@ impl Io {
 
     /// Destroys the command's `rdma_rw` context and frees its data buffer.
     fn free_data(&self, rsp: &RspSlot, state: &mut RspState) {
-        self.free_rw(rsp, state);
-        let req = rsp.req();
-        // SAFETY: a buffer not in the capsule was allocated by `nvmet_req_alloc_sgls`; the
-        // context that mapped it is gone.
-        unsafe {
-            if !state.in_capsule && !(*req).sg.is_null() {
-                bindings::nvmet_req_free_sgls(req);
-            }
+        free_rw(state);
+        if let Some(data) = state.data.take() {
+            // SAFETY: the request is the slot owner's: its command has ended, or never
+            // reached the core.
+            unsafe { request::free_sgls(rsp.req(), data) };
         }
     }
 

@@ -14,7 +14,8 @@
 
 use crate::queue::Queue;
 use crate::rdma::{
-    bindings, cqe::impl_has_cqe, Cqe, CqeHandler, Device, DmaBuf, Srq, WorkCompletion,
+    bindings, cqe::impl_has_cqe, qp_handle::QpHandle, Cqe, CqeHandler, Device, DmaBuf, Srq,
+    WorkCompletion,
 };
 use crate::wire::COMMAND_SIZE;
 use kernel::{prelude::*, sync::Arc, types::Opaque};
@@ -187,36 +188,30 @@ impl RecvSlots {
         if self.srq.is_none() {
             return Err(EINVAL);
         }
-        // SAFETY: shared slots: the QP argument is unused.
-        unsafe { self.post(core::ptr::null_mut(), index) }
+        self.post_slot(None, index)
     }
 
-    /// Posts slot `index` (again): on the SRQ, or on `qp`.
-    ///
-    /// # Safety
-    ///
-    /// For a queue's own slots, `qp` is the owning queue's QP, live for the call, and the
-    /// queue drains it before it drops the slots (for shared slots, `qp` is unused).
-    pub(crate) unsafe fn post(&self, qp: *mut bindings::ib_qp, index: u32) -> Result {
+    /// Posts slot `index` (again): on the SRQ, or on `qp`, the owning queue's QP.
+    pub(crate) fn post(&self, qp: &QpHandle, index: u32) -> Result {
+        self.post_slot(Some(qp), index)
+    }
+
+    fn post_slot(&self, qp: Option<&QpHandle>, index: u32) -> Result {
         let slot = self.cmds.get(index as usize).ok_or(EINVAL)?;
         let at = index as usize * COMMAND_SIZE;
         self.capsules.sync_range_for_device(at, COMMAND_SIZE);
         if let Some(data) = self.inline.get(index as usize) {
             data.sync_range_for_device(0, self.inline_size as usize);
         }
-        match &self.srq {
+        match (&self.srq, qp) {
             // SAFETY: the work request points into the slot and its buffers, which outlive
             // the receive: the type invariant destroys the SRQ before they are freed, and
             // only QPs of queues that hold the set consume from it.
-            Some(srq) => unsafe { srq.post_recv(slot.wr.get()) },
-            None => {
-                // SAFETY: by the function's contract the QP is live and drained before the
-                // slot is freed, so the slot outlives the receive.
-                let ret = unsafe {
-                    bindings::rdma_rs_ib_post_recv(qp, slot.wr.get(), core::ptr::null_mut())
-                };
-                kernel::error::to_result(ret)
-            }
+            (Some(srq), _) => unsafe { srq.post_recv(slot.wr.get()) },
+            // SAFETY: the slot never moves and lives as long as the set, which the queue
+            // that owns the QP holds until the QP was drained (`QpHandle`'s promise).
+            (None, Some(qp)) => unsafe { qp.post_recv_raw(slot.wr.get()) },
+            (None, None) => Err(EINVAL),
         }
     }
 }

@@ -17,6 +17,7 @@ use super::{
     addr::SocketAddr,
     bindings,
     qp::{Local, Qp, QpRecords},
+    qp_handle::QpHandle,
     Cq, Device, DmaBuf, Pd, Srq,
 };
 use core::{
@@ -603,14 +604,21 @@ impl<T: CmHandler> CmId<T> {
         unsafe { SocketAddr::from_raw(core::ptr::from_ref(&(*self.raw()).route.addr.src_addr)) }
     }
 
-    /// The raw QP, for verbs the layer does not wrap (`rdma_rw`); null before
-    /// [`CmId::create_qp`]. Valid while `self` is.
-    pub(crate) fn raw_qp(&self) -> *mut bindings::ib_qp {
-        if self.verbs.is_none() {
-            return core::ptr::null_mut();
-        }
-        // SAFETY: the id is live.
-        unsafe { (*self.raw()).qp }
+    /// A handle on the QP for work requests with embedded completion entries and for
+    /// `rdma_rw` contexts; `None` before [`CmId::create_qp`].
+    ///
+    /// # Safety
+    ///
+    /// The caller uses the handle, its clones and the contexts mapped through them only
+    /// while this id's QP lives (until the id is dropped), and keeps every completion entry
+    /// it posts through them alive and in place until its completion ran or the QP was
+    /// drained ([`CmId::shut_down`]).
+    pub(crate) unsafe fn qp_handle(&self) -> Option<QpHandle> {
+        self.verbs.as_ref()?;
+        // SAFETY: the id is live and `verbs` says it has a QP.
+        let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
+        // SAFETY: the QP lives until `Drop` destroys it; the rest is the caller's promise.
+        Some(unsafe { QpHandle::new(qp, self.port_num()) })
     }
 
     /// The QP, once created.

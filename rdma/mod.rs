@@ -36,6 +36,8 @@ pub(crate) mod mr;
 pub(crate) mod param;
 pub(crate) mod pd;
 pub(crate) mod qp;
+pub(crate) mod qp_handle;
+pub(crate) mod rw;
 pub(crate) mod signature;
 pub(crate) mod srq;
 pub(crate) mod workqueue;

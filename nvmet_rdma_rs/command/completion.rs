@@ -8,7 +8,7 @@
 // it there is under way (issue 15).
 #![allow(unsafe_code)]
 
-use super::{handle_command, Io, RspSlot, RspState, READ, SEND, WRITE};
+use super::{free_rw, handle_command, Io, RspSlot, RspState, READ, SEND, WRITE};
 use crate::queue::Queue;
 use crate::rdma::{bindings, CmId, CqeHandler, WorkCompletion};
 use crate::recv::CmdSlot;
@@ -136,8 +136,12 @@ fn read_done(rsp: &RspSlot, wc: &WorkCompletion) {
             .read_bytes
             .fetch_add((*req).transfer_len as u64, Relaxed);
     }
-    let pi_status = if state.pi { io.pi_status(rsp) } else { 0 };
-    io.free_rw(rsp, state);
+    let pi_status = if state.rw.is_signature() {
+        io.pi_status(state)
+    } else {
+        0
+    };
+    free_rw(state);
     // SAFETY: as above.
     unsafe {
         if pi_status != 0 {
@@ -155,24 +159,25 @@ fn write_done(rsp: &RspSlot, wc: &WorkCompletion) {
     let Some((io, state)) = transfer_completed(queue, rsp) else {
         return;
     };
-    let pi_status = if wc.is_ok() { io.pi_status(rsp) } else { 0 };
-    io.free_rw(rsp, state);
+    let pi_status = if wc.is_ok() { io.pi_status(state) } else { 0 };
+    free_rw(state);
     if !wc.is_ok() {
         // (the request completed already: only the slot is left to free)
         io.release(queue, rsp);
         failed(queue, "RDMA WRITE", wc);
         return;
     }
-    // SAFETY: the response is ours until its SEND is posted; the SEND work request was
-    // prepared by `queue_response`; the QP is live while requests are outstanding.
-    let posted = unsafe {
-        if pi_status != 0 {
-            (*(*rsp.req()).cqe).status = (pi_status << 1).to_le();
-            io.response_to_device(rsp);
-        }
-        bindings::rdma_rs_ib_post_send(io.qp, rsp.send_wr.get(), core::ptr::null_mut())
+    if pi_status != 0 {
+        // SAFETY: the response is ours until its SEND is posted.
+        unsafe { (*(*rsp.req()).cqe).status = (pi_status << 1).to_le() };
+        io.response_to_device(rsp);
+    }
+    // (the SEND was prepared by `queue_response`)
+    let posted = match state.send.as_mut() {
+        Some(send) => io.qp.post(send),
+        None => Err(EINVAL),
     };
-    if posted != 0 {
+    if posted.is_err() {
         pr_err!("cannot post a response; ending the queue\n");
         io.release(queue, rsp);
         queue.close(c"send post failure");
@@ -200,47 +205,45 @@ pub(crate) fn queue_response(rsp: &RspSlot) {
     };
     // SAFETY: completing the request hands the slot back to this command's last steps.
     let state = unsafe { rsp.state() };
-    // SAFETY: the request and its slot are ours; the work requests point into the slot;
-    // the QP is live while requests are outstanding.
-    unsafe {
-        let send = &mut *rsp.send_wr.get();
-        match state.invalidate {
-            Some(rkey) => {
-                send.opcode = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
-                send.ex.invalidate_rkey = rkey;
-            }
-            None => send.opcode = bindings::ib_wr_opcode_IB_WR_SEND,
-        }
-        let failed_status = (*(*req).cqe).status != 0;
-        let data_out = !state.write && (*req).transfer_len > 0 && !state.in_capsule;
-        let first = if data_out && !failed_status && state.rw_live {
-            queue
-                .stats
-                .write_bytes
-                .fetch_add((*req).transfer_len as u64, Relaxed);
-            // With PI the SEND waits for the WRITEs' completion (`write_done`), which
-            // tells whether the PI was intact.
-            let (cqe, chain) = if state.pi {
-                (rsp.write_cqe.as_raw(), core::ptr::null_mut())
-            } else {
-                (core::ptr::null_mut(), core::ptr::from_mut(send))
-            };
-            bindings::rdma_rw_ctx_wrs(rsp.rw.get(), io.qp, io.port_num, cqe, chain)
-        } else {
-            send
-        };
-        state.recv_owed = false;
-        if io.post_recv(state.cmd).is_err() {
-            queue.close(c"receive post failure");
-        }
-        io.response_to_device(rsp);
-        if bindings::rdma_rs_ib_post_send(io.qp, first, core::ptr::null_mut()) != 0 {
-            pr_err!("cannot post a response; ending the queue\n");
-            // The send queue space goes back (atomically: any context); the slot's data is
-            // reclaimed when the queue is released.
-            io.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
-            state.n_rdma = 0;
-            queue.close(c"send post failure");
-        }
+    let Some(send) = state.send.as_mut() else {
+        return;
+    };
+    send.set_invalidate(state.invalidate);
+    // SAFETY: the request is ours again: the core completed it.
+    let (failed_status, data_out, transfer_len) = unsafe {
+        (
+            (*(*req).cqe).status != 0,
+            !state.write && (*req).transfer_len > 0 && !state.in_capsule,
+            (*req).transfer_len,
+        )
+    };
+    let with_data = data_out && !failed_status && state.rw.is_mapped();
+    if with_data {
+        queue
+            .stats
+            .write_bytes
+            .fetch_add(transfer_len as u64, Relaxed);
+    }
+    state.recv_owed = false;
+    if io.post_recv(state.cmd).is_err() {
+        queue.close(c"receive post failure");
+    }
+    io.response_to_device(rsp);
+    let posted = if !with_data {
+        io.qp.post(send)
+    } else if state.rw.is_signature() {
+        // With PI the SEND waits for the WRITEs' completion (`write_done`), which tells
+        // whether the PI was intact.
+        state.rw.as_mut().post(&rsp.write_cqe)
+    } else {
+        state.rw.as_mut().post_before(send)
+    };
+    if posted.is_err() {
+        pr_err!("cannot post a response; ending the queue\n");
+        // The send queue space goes back (atomically: any context); the slot's data is
+        // reclaimed when the queue is released.
+        io.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
+        state.n_rdma = 0;
+        queue.close(c"send post failure");
     }
 }

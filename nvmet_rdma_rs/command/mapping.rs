@@ -9,8 +9,12 @@
 #![allow(unsafe_code)]
 
 use super::{Io, RspSlot, RspState};
+use crate::nvmet::request;
 use crate::queue::Queue;
-use crate::rdma::{bindings, signature};
+use crate::rdma::{
+    bindings,
+    rw::{Direction, Remote},
+};
 use crate::recv::MAX_INLINE_PAGES;
 use crate::wire::{self, status, COMMAND_SIZE};
 use crate::{pi, protection};
@@ -103,10 +107,9 @@ impl Io {
             status: status::INTERNAL,
             error_loc: u16::MAX,
         };
-        // SAFETY: the request is initialised and ours; `rdma_rw_ctx_init` and
-        // `rdma_rw_ctx_signature_init` map the request's scatterlists for the QP's device;
-        // the context lives in the slot.
-        unsafe {
+        // SAFETY: the request is initialised and ours, its namespace looked up and its
+        // buffers not allocated yet; the capsule is the request's until its response.
+        let (data, mut sig_attrs) = unsafe {
             (*req).transfer_len = len as usize;
             if len == 0 {
                 return Ok(());
@@ -134,44 +137,32 @@ impl Io {
                 (*(*req).cmd).__bindgen_anon_1.rw.control = signature.control.to_le();
                 sig_attrs = Some(pi::sig_attrs(&signature));
             }
-            if bindings::nvmet_req_alloc_sgls(req) < 0 {
+            let Ok(data) = request::alloc_sgls(req) else {
                 (*req).transfer_len = 0;
                 return Err(internal);
-            }
-            let ret = match &mut sig_attrs {
-                Some(attrs) => bindings::rdma_rw_ctx_signature_init(
-                    rsp.rw.get(),
-                    self.qp,
-                    self.port_num,
-                    (*req).sg,
-                    (*req).sg_cnt as u32,
-                    (*req).metadata_sg,
-                    (*req).metadata_sg_cnt as u32,
-                    attrs,
-                    addr,
-                    key,
-                    direction(state.write),
-                ),
-                None => bindings::rdma_rw_ctx_init(
-                    rsp.rw.get(),
-                    self.qp,
-                    self.port_num,
-                    (*req).sg,
-                    (*req).sg_cnt as u32,
-                    0,
-                    addr,
-                    key,
-                    direction(state.write),
-                ),
             };
-            if ret < 0 {
-                (*req).transfer_len = 0;
+            (data, sig_attrs)
+        };
+        let remote = Remote { addr, rkey: key };
+        let dir = if state.write {
+            Direction::FromRemote
+        } else {
+            Direction::ToRemote
+        };
+        match state
+            .rw
+            .as_mut()
+            .init(&self.qp, data, remote, dir, sig_attrs.as_mut())
+        {
+            Ok(wrs) => state.n_rdma = wrs,
+            Err((_, data)) => {
+                // (freed with the slot's release)
+                state.data = Some(data);
+                // SAFETY: as above.
+                unsafe { (*req).transfer_len = 0 };
                 return Err(internal);
             }
-            state.n_rdma = ret as u32;
-            state.pi = sig_attrs.is_some();
         }
-        state.rw_live = true;
         if invalidate {
             state.invalidate = Some(key);
         }
@@ -209,54 +200,17 @@ impl Io {
         protection::signature(command, u8::try_from(pi_type).ok()?, interval_exp)
     }
 
-    /// The NVMe status of the PI checks of a command's signature context (0: passed).
-    pub(super) fn pi_status(&self, rsp: &RspSlot) -> u16 {
-        // SAFETY: called once the context's transfer completed, before it is destroyed.
-        pi::status(unsafe { signature::rw_ctx_sig_error(rsp.rw.get()) })
-    }
-
-    /// Destroys the command's `rdma_rw` context (its READ is done), keeping the data.
-    pub(super) fn free_rw(&self, rsp: &RspSlot, state: &mut RspState) {
-        if state.rw_live {
-            let req = rsp.req();
-            // SAFETY: initialised on `req.sg` (and `req.metadata_sg` for a signature
-            // context) by `map_keyed`, and not in use any more.
-            unsafe {
-                if state.pi {
-                    bindings::rdma_rw_ctx_destroy_signature(
-                        rsp.rw.get(),
-                        self.qp,
-                        self.port_num,
-                        (*req).sg,
-                        (*req).sg_cnt as u32,
-                        (*req).metadata_sg,
-                        (*req).metadata_sg_cnt as u32,
-                        direction(state.write),
-                    )
-                } else {
-                    bindings::rdma_rw_ctx_destroy(
-                        rsp.rw.get(),
-                        self.qp,
-                        self.port_num,
-                        (*req).sg,
-                        (*req).sg_cnt as u32,
-                        direction(state.write),
-                    )
-                }
-            };
-            state.rw_live = false;
-            state.pi = false;
-        }
-        state.n_rdma = 0;
+    /// The NVMe status of the PI checks of a command's signature context (0: passed), once
+    /// its transfer completed.
+    pub(super) fn pi_status(&self, state: &RspState) -> u16 {
+        pi::status(state.rw.sig_error())
     }
 }
 
-/// `dma_data_direction` of a command's data: host-to-controller data comes from the
-/// device (RDMA READ into our memory).
-fn direction(write: bool) -> u32 {
-    if write {
-        bindings::dma_data_direction_DMA_FROM_DEVICE
-    } else {
-        bindings::dma_data_direction_DMA_TO_DEVICE
+/// Destroys the command's `rdma_rw` context (its transfer is done), keeping the data.
+pub(super) fn free_rw(state: &mut RspState) {
+    if let Some(data) = state.rw.as_mut().destroy() {
+        state.data = Some(data);
     }
+    state.n_rdma = 0;
 }

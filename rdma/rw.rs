@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA READ and WRITE between local scatterlists and a remote buffer, through the RDMA
+//! core's `rdma_rw` API: an [`RwCtx`] maps the lists for a QP's device (registering them
+//! through MRs where the device needs that, or through a signature MR with T10-PI), posts
+//! the transfer's work requests alone or chained before a SEND, and unmaps them again.
+//!
+//! The lists stay the caller's but are lent to the context while it is mapped: [`RwCtx::init`]
+//! takes them (any [`SgLists`] owner, such as the nvmet core's request data) and
+//! [`RwCtx::destroy`] gives them back, so they cannot be freed while the device may still
+//! reach them.
+//!
+//! C header: [`include/rdma/rw.h`].
+//!
+//! [`include/rdma/rw.h`]: srctree/include/rdma/rw.h
+
+use super::{
+    bindings,
+    cqe::{Cqe, CqeHandler, HasCqe},
+    qp_handle::{QpHandle, SendWr},
+    signature::SigError,
+};
+use core::{pin::Pin, ptr};
+use kernel::{prelude::*, types::Opaque};
+
+/// Scatterlists a transfer maps: its data and, for a transfer with T10-PI, the protection
+/// information.
+///
+/// # Safety
+///
+/// The lists that [`SgLists::data`] and [`SgLists::metadata`] return are valid
+/// scatterlists of the given numbers of entries, and stay valid and unchanged while the
+/// value lives, wherever it is moved.
+pub(crate) unsafe trait SgLists {
+    /// The data's scatterlist and its number of entries.
+    fn data(&self) -> (*mut bindings::scatterlist, u32);
+    /// The protection information's scatterlist and its number of entries (null and 0
+    /// when there is none).
+    fn metadata(&self) -> (*mut bindings::scatterlist, u32);
+}
+
+/// Which way a transfer moves its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// RDMA READ: the remote buffer into the local lists.
+    FromRemote,
+    /// RDMA WRITE: the local lists to the remote buffer.
+    ToRemote,
+}
+
+impl Direction {
+    /// The `dma_data_direction` of the local lists.
+    fn dma(self) -> bindings::dma_data_direction {
+        match self {
+            // (the device writes the local memory)
+            Self::FromRemote => bindings::dma_data_direction_DMA_FROM_DEVICE,
+            Self::ToRemote => bindings::dma_data_direction_DMA_TO_DEVICE,
+        }
+    }
+}
+
+/// The remote buffer of a transfer: the peer's address and the key it registered it with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Remote {
+    /// Address in the peer's memory.
+    pub(crate) addr: u64,
+    /// The peer's rkey for it.
+    pub(crate) rkey: u32,
+}
+
+/// What a mapped context was initialised on; its destroy takes the same.
+struct Mapping<S> {
+    lists: S,
+    qp: QpHandle,
+    dir: Direction,
+    signature: bool,
+}
+
+/// An `rdma_rw_ctx`: one transfer between local scatterlists and a remote buffer.
+///
+/// Pinned: a context of one SGE points into itself once initialised. Made once per slot
+/// with [`RwCtx::new`] and used for one transfer after another.
+///
+/// # Invariants
+///
+/// `mapping` is `Some` exactly while `ctx` is initialised: by `rdma_rw_ctx_init` on
+/// `mapping.lists.data()`, or by `rdma_rw_ctx_signature_init` on both of its lists when
+/// `mapping.signature`, for `mapping.qp` and `mapping.dir`. It then owes the matching
+/// destroy, with the same arguments (see [`RwCtx::destroy`] and `Drop`).
+#[pin_data(PinnedDrop)]
+pub(crate) struct RwCtx<S: SgLists> {
+    #[pin]
+    ctx: Opaque<bindings::rdma_rw_ctx>,
+    mapping: Option<Mapping<S>>,
+}
+
+// SAFETY: the context is used only through `&mut` (or `Drop`); the C side touches it only
+// in the calls made here, on whichever CPU the owner runs. `S` moves with it.
+unsafe impl<S: SgLists + Send> Send for RwCtx<S> {}
+
+impl<S: SgLists> RwCtx<S> {
+    /// A context with nothing mapped.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        // INVARIANT: nothing is initialised, and `mapping` is `None`.
+        pin_init!(Self {
+            ctx: Opaque::zeroed(),
+            mapping: None,
+        })
+    }
+
+    /// Whether lists are mapped (the context owes a [`RwCtx::destroy`]).
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapping.is_some()
+    }
+
+    /// Whether the mapped transfer carries T10-PI (a signature context).
+    pub(crate) fn is_signature(&self) -> bool {
+        self.mapping
+            .as_ref()
+            .is_some_and(|mapping| mapping.signature)
+    }
+
+    /// Maps `lists` on `qp` for a transfer `dir` with `remote`; with `sig_attrs`, as a
+    /// signature transfer whose PI the HCA checks or generates. Returns the number of work
+    /// requests the transfer posts (the send queue space it needs besides any SEND it is
+    /// chained before). On failure, or if lists are mapped already (`EBUSY`), `lists` come
+    /// back with the error.
+    pub(crate) fn init(
+        self: Pin<&mut Self>,
+        qp: &QpHandle,
+        lists: S,
+        remote: Remote,
+        dir: Direction,
+        sig_attrs: Option<&mut bindings::ib_sig_attrs>,
+    ) -> Result<u32, (Error, S)> {
+        // SAFETY: `mapping` is not structurally pinned; only `ctx` is.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.mapping.is_some() {
+            return Err((EBUSY, lists));
+        }
+        let (sg, sg_cnt) = lists.data();
+        let signature = sig_attrs.is_some();
+        // SAFETY: the context is pinned and not initialised (`mapping` is `None`: type
+        // invariant); the QP is live (`QpHandle`); the lists are valid while `lists` lives
+        // (`SgLists`), which the mapping keeps until the context is destroyed.
+        let ret = unsafe {
+            match sig_attrs {
+                Some(attrs) => {
+                    let (prot_sg, prot_cnt) = lists.metadata();
+                    bindings::rdma_rw_ctx_signature_init(
+                        this.ctx.get(),
+                        qp.as_raw(),
+                        qp.port_num(),
+                        sg,
+                        sg_cnt,
+                        prot_sg,
+                        prot_cnt,
+                        attrs,
+                        remote.addr,
+                        remote.rkey,
+                        dir.dma(),
+                    )
+                }
+                None => bindings::rdma_rw_ctx_init(
+                    this.ctx.get(),
+                    qp.as_raw(),
+                    qp.port_num(),
+                    sg,
+                    sg_cnt,
+                    0,
+                    remote.addr,
+                    remote.rkey,
+                    dir.dma(),
+                ),
+            }
+        };
+        if ret < 0 {
+            return Err((Error::from_errno(ret), lists));
+        }
+        // INVARIANT: the context was initialised on `lists` for `qp` and `dir`.
+        this.mapping = Some(Mapping {
+            lists,
+            qp: qp.clone(),
+            dir,
+            signature,
+        });
+        Ok(ret as u32)
+    }
+
+    /// The first of the mapped transfer's work requests, linked to `chain` (null: none),
+    /// the last one carrying `cqe` (null: unsignaled). `EINVAL` if nothing is mapped.
+    fn wrs(
+        self: Pin<&mut Self>,
+        cqe: *mut bindings::ib_cqe,
+        chain: *mut bindings::ib_send_wr,
+    ) -> Result<(*mut bindings::ib_send_wr, QpHandle)> {
+        let mapping = self.mapping.as_ref().ok_or(EINVAL)?;
+        let qp = mapping.qp.clone();
+        // SAFETY: the context is initialised for `qp` (type invariant) and pinned; it
+        // links its own work requests and `chain`, which the caller posts at once.
+        let first = unsafe {
+            bindings::rdma_rw_ctx_wrs(self.ctx.get(), qp.as_raw(), qp.port_num(), cqe, chain)
+        };
+        Ok((first, qp))
+    }
+
+    /// Posts the mapped transfer alone; its completion runs `T`'s handler `ID` through
+    /// `cqe`. `EINVAL` if nothing is mapped.
+    pub(crate) fn post<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
+        self: Pin<&mut Self>,
+        cqe: &Cqe<T, ID>,
+    ) -> Result {
+        let (first, qp) = self.wrs(cqe.as_raw(), ptr::null_mut())?;
+        // SAFETY: `first` heads the context's work requests, valid for the call; the
+        // completion entry's owner outlives the request (`QpHandle`'s promise).
+        unsafe { qp.post_send_raw(first) }
+    }
+
+    /// Posts the mapped transfer, unsignaled, followed by `send` in one chain: the SEND's
+    /// completion also tells that the transfer is done. `EINVAL` if nothing is mapped.
+    pub(crate) fn post_before(self: Pin<&mut Self>, send: &mut SendWr) -> Result {
+        let (first, qp) = self.wrs(ptr::null_mut(), send.as_ptr())?;
+        // SAFETY: `first` heads the context's work requests and `send`, valid for the
+        // call; the SEND's completion entry's owner outlives it (`QpHandle`'s promise).
+        unsafe { qp.post_send_raw(first) }
+    }
+
+    /// What the signature MR's PI checks found once the transfer completed: `None` if they
+    /// passed. `EINVAL` unless a signature transfer is mapped.
+    pub(crate) fn sig_error(&self) -> Result<Option<SigError>> {
+        if !self.is_signature() {
+            return Err(EINVAL);
+        }
+        let mut status = bindings::ib_mr_status::default();
+        // SAFETY: a signature context (type invariant: initialised, not destroyed)
+        // registers through one `reg` entry whose `mr` is the signature MR; `status` is
+        // valid for the call.
+        let ret = unsafe {
+            let mr = (*(*self.ctx.get()).__bindgen_anon_1.reg).mr;
+            bindings::ib_check_mr_status(
+                mr,
+                bindings::ib_mr_status_check_IB_MR_CHECK_SIG_STATUS,
+                &mut status,
+            )
+        };
+        kernel::error::to_result(ret)?;
+        if status.fail_status & bindings::ib_mr_status_check_IB_MR_CHECK_SIG_STATUS == 0 {
+            return Ok(None);
+        }
+        let err = status.sig_err;
+        Ok(Some(SigError {
+            err_type: err.err_type,
+            expected: err.expected,
+            actual: err.actual,
+            offset: err.sig_err_offset,
+        }))
+    }
+
+    /// Unmaps the transfer (its work requests completed or were flushed) and gives its
+    /// lists back; `None` if nothing was mapped.
+    pub(crate) fn destroy(self: Pin<&mut Self>) -> Option<S> {
+        // SAFETY: `mapping` is not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        let mapping = this.mapping.take()?;
+        Self::destroy_ctx(&this.ctx, &mapping);
+        // INVARIANT: destroyed; `mapping` is `None`.
+        Some(mapping.lists)
+    }
+
+    fn destroy_ctx(ctx: &Opaque<bindings::rdma_rw_ctx>, mapping: &Mapping<S>) {
+        let (sg, sg_cnt) = mapping.lists.data();
+        let qp = &mapping.qp;
+        // SAFETY: the context was initialised with exactly these arguments (type
+        // invariant) and its work requests are done (the caller's step: their completion
+        // ran, or the QP was drained); the QP is live (`QpHandle`).
+        unsafe {
+            if mapping.signature {
+                let (prot_sg, prot_cnt) = mapping.lists.metadata();
+                bindings::rdma_rw_ctx_destroy_signature(
+                    ctx.get(),
+                    qp.as_raw(),
+                    qp.port_num(),
+                    sg,
+                    sg_cnt,
+                    prot_sg,
+                    prot_cnt,
+                    mapping.dir.dma(),
+                );
+            } else {
+                bindings::rdma_rw_ctx_destroy(
+                    ctx.get(),
+                    qp.as_raw(),
+                    qp.port_num(),
+                    sg,
+                    sg_cnt,
+                    mapping.dir.dma(),
+                );
+            }
+        }
+    }
+}
+
+#[pinned_drop]
+impl<S: SgLists> PinnedDrop for RwCtx<S> {
+    fn drop(self: Pin<&mut Self>) {
+        // (A context still mapped when its owner goes: its QP was drained, and is live
+        // while a handle is in use, `QpHandle`.)
+        if let Some(mapping) = &self.mapping {
+            Self::destroy_ctx(&self.ctx, mapping);
+        }
+    }
+}
