@@ -31,7 +31,7 @@ pub(crate) mod workqueue;
 
 pub(crate) use ctrl::{Ctrl, CtrlId};
 pub(crate) use port::{EnabledPort, PortConfig};
-pub(crate) use request::HasRequest;
+pub(crate) use request::{HasRequest, Request};
 pub(crate) use sq::{HasSqCq, SqCq};
 pub(crate) use transport::{Registration, Transport};
 

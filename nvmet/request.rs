@@ -1,18 +1,351 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Requests (`struct nvmet_req`): the step from the request the core completes back to
-//! the transport's object that embeds it, and the ownership of a request's data buffers.
+//! Requests (`struct nvmet_req`): the typed [`Request`] a transport embeds for each command
+//! in flight, the step from the request the core completes back to the transport's object
+//! that embeds it ([`HasRequest`]), and the ownership of a request's data buffers
+//! ([`DataSgls`]).
+//!
+//! A request passes between the transport and the core: the transport owns it from the
+//! command's arrival until it hands it over ([`Request::execute`], [`Request::complete`])
+//! and again once the core gave it back (`Transport::queue_response`), and uses it through
+//! `&mut` while it does. The request itself remembers whether it is started and not handed
+//! over yet, so that a hand-over happens once per start.
 
-use super::bindings;
-use crate::rdma::rw::SgLists;
+use super::{bindings, sq::SqEntered, EnabledPort};
+use crate::rdma::{rw::SgLists, DmaBuf};
 use core::ptr::NonNull;
-use kernel::prelude::*;
+use kernel::{prelude::*, types::Opaque};
 
-/// A transport object that embeds an `nvmet_req`; implemented with [`impl_has_request!`].
+/// Bytes of an NVMe command (a capsule's first part).
+const COMMAND_SIZE: usize = 64;
+/// Bytes of an NVMe completion queue entry.
+const COMPLETION_SIZE: usize = 16;
+
+/// The nvmet core's request for one command: embedded in the transport's object for a
+/// command in flight (named with [`impl_has_request!`]), which never moves while the
+/// request is in use.
+///
+/// # Invariants
+///
+/// `owned` is true exactly while `nvmet_req_init` accepted the request and it was not
+/// handed back to the core yet (executed, completed or uninitialised): only then may it be
+/// handed over.
+#[repr(C)]
+pub(crate) struct Request {
+    req: Opaque<bindings::nvmet_req>,
+    owned: bool,
+}
+
+impl Request {
+    /// A request not started.
+    pub(crate) fn new() -> Self {
+        // INVARIANT: not started.
+        Self {
+            req: Opaque::zeroed(),
+            owned: false,
+        }
+    }
+
+    fn raw(&self) -> *mut bindings::nvmet_req {
+        self.req.get()
+    }
+
+    /// Points the request at where the core writes its completion: the 16 bytes at
+    /// `offset` of `responses`, which must stay allocated while the request is started
+    /// (see [`Request::init`]); and, with `p2p_client`, lets the core place data in a
+    /// namespace's PCI peer-to-peer memory for that device. `EINVAL` past the end of the
+    /// buffer.
+    pub(crate) fn set_response(
+        &mut self,
+        responses: &DmaBuf,
+        offset: usize,
+        p2p_client: Option<*mut bindings::device>,
+    ) -> Result {
+        if offset.checked_add(COMPLETION_SIZE).ok_or(EINVAL)? > responses.len() {
+            return Err(EINVAL);
+        }
+        let cqe = responses.cpu_ptr(offset)?;
+        // SAFETY: `&mut self`: the request is not in the core's hands (a started request
+        // is only handed over through `&mut self` and comes back the same way); these
+        // fields are read by the core only once the request is started.
+        unsafe {
+            (*self.raw()).cqe = cqe.cast();
+            (*self.raw()).p2p_client = p2p_client.unwrap_or(core::ptr::null_mut());
+        }
+        Ok(())
+    }
+
+    /// Starts the request for the command at `offset` of `capsules`, which arrived on
+    /// `port` for the queue of `sq` (entered: the queue is not being destroyed while the
+    /// core parses the command); `ops` is the transport's registered table. `false` if the
+    /// core refused the command: it completed the request already (its `queue_response`
+    /// ran), and the request is not started.
+    ///
+    /// # Safety
+    ///
+    /// The request is not started. The command and the response buffer set by
+    /// [`Request::set_response`] stay valid, and the object that embeds the request stays
+    /// alive and in place, until the request ended (its `queue_response` returned, or
+    /// [`Request::uninit`]); `port` stays registered as long; `ops` is the transport's table,
+    /// whose `Request` type embeds this request.
+    pub(crate) unsafe fn init(
+        &mut self,
+        capsules: &DmaBuf,
+        offset: usize,
+        sq: &SqEntered<'_>,
+        port: &EnabledPort,
+        ops: *const bindings::nvmet_fabrics_ops,
+    ) -> bool {
+        if offset
+            .checked_add(COMMAND_SIZE)
+            .is_none_or(|end| end > capsules.len())
+        {
+            return false;
+        }
+        let Ok(cmd) = capsules.cpu_ptr(offset) else {
+            return false;
+        };
+        // SAFETY: the request is not in the core's hands (`&mut self`, not started); the
+        // rest is the caller's promise (function's safety section).
+        let accepted = unsafe {
+            (*self.raw()).cmd = cmd.cast();
+            (*self.raw()).port = port.as_raw();
+            bindings::nvmet_req_init(self.raw(), sq.sq(), ops)
+        };
+        // INVARIANT: started if the core accepted it.
+        self.owned = accepted;
+        accepted
+    }
+
+    /// Hands a started request back to the core: `None` if it is not started (or handed
+    /// over already), with one log line, since that is a transport bug.
+    fn hand_over(&mut self, what: &str) -> Option<*mut bindings::nvmet_req> {
+        if !self.owned {
+            pr_warn!("{} of a request that is not started; ignored\n", what);
+            return None;
+        }
+        // INVARIANT: handed over by the caller, right after this.
+        self.owned = false;
+        Some(self.raw())
+    }
+
+    /// Runs the command (`req->execute`); the core completes it later, through
+    /// `queue_response`.
+    pub(crate) fn execute(&mut self) {
+        let Some(req) = self.hand_over("execution") else {
+            return;
+        };
+        // SAFETY: the request was started (`hand_over`) and is the caller's; `execute` was
+        // set by `nvmet_req_init`'s parsing.
+        unsafe {
+            if let Some(execute) = (*req).execute {
+                execute(req);
+            }
+        }
+    }
+
+    /// Completes the request with NVMe `status` (`nvmet_req_complete`): `queue_response`
+    /// runs with it.
+    pub(crate) fn complete(&mut self, status: u16) {
+        let Some(req) = self.hand_over("completion") else {
+            return;
+        };
+        // SAFETY: the request was started and is the caller's.
+        unsafe { bindings::nvmet_req_complete(req, status) };
+    }
+
+    /// Completes the request with an error `status` at byte `error_loc` of the command.
+    pub(crate) fn fail(&mut self, status: u16, error_loc: u16) {
+        if self.owned {
+            // SAFETY: the request is started and the caller's (`&mut self`).
+            unsafe { (*self.raw()).error_loc = error_loc };
+        }
+        self.complete(status);
+    }
+
+    /// Ends a started request that will not be completed (`nvmet_req_uninit`): its
+    /// `queue_response` does not run. The core may drop the queue's last reference here.
+    pub(crate) fn uninit(&mut self) {
+        let Some(req) = self.hand_over("uninit") else {
+            return;
+        };
+        // SAFETY: the request was started and is the caller's.
+        unsafe { bindings::nvmet_req_uninit(req) };
+    }
+
+    /// Bytes of data the command moves (with T10-PI generated by the HCA, its PI too).
+    pub(crate) fn transfer_len(&self) -> usize {
+        // SAFETY: a plain field, read by its owner (`&self` of the owner's `&mut`).
+        unsafe { (*self.raw()).transfer_len }
+    }
+
+    /// Sets the bytes of data the command moves.
+    pub(crate) fn set_transfer_len(&mut self, len: usize) {
+        // SAFETY: a plain field, written by its owner.
+        unsafe { (*self.raw()).transfer_len = len };
+    }
+
+    /// Bytes of protection information the command moves (0: none).
+    pub(crate) fn metadata_len(&self) -> usize {
+        // SAFETY: a plain field, read by its owner.
+        unsafe { (*self.raw()).metadata_len }
+    }
+
+    /// The status the completion carries (0: success); nonzero also while no response
+    /// buffer is set.
+    pub(crate) fn status(&self) -> u16 {
+        // SAFETY: `cqe` is null or the response buffer set by `set_response`, valid while
+        // the request is used (`init`'s contract).
+        unsafe {
+            let cqe = (*self.raw()).cqe;
+            if cqe.is_null() {
+                return u16::MAX;
+            }
+            u16::from_le((*cqe).status) >> 1
+        }
+    }
+
+    /// Replaces the status of the completion the core wrote (a T10-PI error found after
+    /// the core completed the request, before its response goes out).
+    pub(crate) fn set_status(&mut self, status: u16) {
+        // SAFETY: as in `status`; the owner writes its response before it sends it.
+        unsafe {
+            let cqe = (*self.raw()).cqe;
+            if !cqe.is_null() {
+                (*cqe).status = (status << 1).to_le();
+            }
+        }
+    }
+
+    /// Sets the `control` field of a read or write command (the PRINFO bits the T10-PI
+    /// offload chose), for the backend.
+    pub(crate) fn set_rw_control(&mut self, control: u16) {
+        // SAFETY: the command is the request's while it is started (`init`'s contract).
+        unsafe {
+            let cmd = (*self.raw()).cmd;
+            if !cmd.is_null() {
+                (*cmd).__bindgen_anon_1.rw.control = control.to_le();
+            }
+        }
+    }
+
+    /// The PI type of the request's namespace and the log2 of its block device's
+    /// integrity interval; `None` without a block device namespace or integrity profile.
+    pub(crate) fn ns_integrity(&self) -> Option<(u8, u8)> {
+        // SAFETY: a started request holds a reference on its namespace (if any), and the
+        // namespace on its block device; the profile lives as long as that device.
+        unsafe {
+            let ns = (*self.raw()).ns;
+            if ns.is_null() || (*ns).bdev.is_null() {
+                return None;
+            }
+            let pi_type = u8::try_from((*ns).pi_type).ok()?;
+            let integrity = bindings::rdma_rs_bdev_get_integrity((*ns).bdev);
+            Some((pi_type, integrity.as_ref()?.interval_exp))
+        }
+    }
+
+    /// Points the request at data that is not its own allocation (in-capsule data): `sg`
+    /// (`count` entries) holding `len` more bytes.
+    ///
+    /// # Safety
+    ///
+    /// `sg` is a valid scatterlist of `count` entries that stays valid and unchanged until
+    /// the request ended; the request holds no [`DataSgls`].
+    pub(crate) unsafe fn use_sgl(
+        &mut self,
+        sg: *mut bindings::scatterlist,
+        count: u32,
+        len: usize,
+    ) {
+        // SAFETY: the request is the caller's (`&mut self`); the list's lifetime is the
+        // caller's promise.
+        unsafe {
+            (*self.raw()).sg = sg;
+            (*self.raw()).sg_cnt = count as i32;
+            (*self.raw()).transfer_len += len;
+        }
+    }
+
+    /// Allocates the request's data buffers for its `transfer_len` and `metadata_len` (in
+    /// a namespace's P2P memory where the request allows it).
+    ///
+    /// On failure the request holds no list: the core's `nvmet_req_alloc_sgls` leaves its
+    /// data list pointing at the memory it freed when the second allocation fails, and a
+    /// later `nvmet_req_free_sgls` would free it again (as the C transport's release does).
+    pub(crate) fn alloc_sgls(&mut self) -> Result<DataSgls> {
+        if !self.owned {
+            return Err(EINVAL);
+        }
+        let req = self.raw();
+        // SAFETY: the request is started and the caller's: its namespace is looked up.
+        // (`nvmet_req_init` does not reset `p2p_dev`, which tells `nvmet_req_free_sgls`
+        // how to free: the buffers of a leaked token must not leave it set.)
+        let ret = unsafe {
+            (*req).p2p_dev = core::ptr::null_mut();
+            bindings::nvmet_req_alloc_sgls(req)
+        };
+        // SAFETY: as above; the fields are the core's results.
+        let (p2p_dev, sg, sg_cnt, metadata_sg, metadata_sg_cnt) = unsafe {
+            if ret < 0 || (*req).sg.is_null() {
+                (*req).sg = core::ptr::null_mut();
+                (*req).sg_cnt = 0;
+                (*req).metadata_sg = core::ptr::null_mut();
+                (*req).metadata_sg_cnt = 0;
+                return Err(ENOMEM);
+            }
+            (
+                (*req).p2p_dev,
+                (*req).sg,
+                (*req).sg_cnt,
+                (*req).metadata_sg,
+                (*req).metadata_sg_cnt,
+            )
+        };
+        let Some(sg) = NonNull::new(sg) else {
+            return Err(ENOMEM);
+        };
+        // INVARIANT: the lists the core just allocated for the request.
+        Ok(DataSgls {
+            p2p_dev,
+            sg,
+            sg_cnt: sg_cnt as u32,
+            metadata_sg,
+            metadata_sg_cnt: metadata_sg_cnt as u32,
+        })
+    }
+
+    /// Frees the request's data buffers `sgls` (`nvmet_req_free_sgls`). Buffers that are
+    /// not the request's any more are leaked, with a warning, rather than freed on a
+    /// request that does not own them.
+    pub(crate) fn free_sgls(&mut self, sgls: DataSgls) {
+        let req = self.raw();
+        // SAFETY: the request is the caller's (`&mut self`).
+        unsafe {
+            if (*req).sg != sgls.sg.as_ptr()
+                || (*req).metadata_sg != sgls.metadata_sg
+                || (*req).p2p_dev != sgls.p2p_dev
+            {
+                pr_warn!("a request's data buffers are not its own any more; leaking them\n");
+                return;
+            }
+            // (The token's lists are the request's, allocated by `nvmet_req_alloc_sgls`
+            // and not freed: type invariant of `DataSgls`.)
+            bindings::nvmet_req_free_sgls(req);
+        }
+    }
+}
+
+// SAFETY: the request is plain memory that the core and its owner use from any CPU, one
+// at a time (the hand-over protocol above).
+unsafe impl Send for Request {}
+
+/// A transport object that embeds a [`Request`]; implemented with [`impl_has_request!`].
 ///
 /// # Safety
 ///
-/// `OFFSET` is the offset of a field of type `Opaque<bindings::nvmet_req>` in `Self`.
+/// `OFFSET` is the offset of a [`Request`] in `Self` (whose `nvmet_req` is its first
+/// field).
 pub(crate) unsafe trait HasRequest {
     /// The offset of the request field.
     const OFFSET: usize;
@@ -27,31 +360,50 @@ pub(crate) unsafe trait HasRequest {
         Self: Sized,
     {
         // SAFETY: `req` is at `OFFSET` from the start of a live `Self` (trait and function
-        // safety sections); `Opaque` is transparent.
+        // safety sections): `Request` is `repr(C)` with the `Opaque` (transparent) first.
         unsafe { &*req.byte_sub(Self::OFFSET).cast::<Self>() }
     }
 }
 
-/// Declares that a transport object embeds its `nvmet_req` in the named field.
+/// Declares that a transport object embeds its [`Request`] in the named field, or in the
+/// named field of a value in an `UnsafeCell` field (where the request's owner reaches it
+/// through `&mut`).
 ///
 /// ```ignore
-/// impl_has_request!(RspSlot, req);
+/// impl_has_request!(Command, req);
+/// impl_has_request!(RspSlot, state: RspState, req);
 /// ```
 macro_rules! impl_has_request {
     ($container:ty, $field:ident) => {
         // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is
-        // an `Opaque<nvmet_req>`.
+        // a `Request`.
         // (The layer's own `unsafe`, expanded in the module that embeds the field.)
         #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasRequest for $container {
             const OFFSET: usize = {
                 // (raw pointers: a reference would also accept a field that derefs to one)
-                let _: fn(
-                    *const $container,
-                ) -> *const ::kernel::types::Opaque<$crate::rdma::bindings::nvmet_req> =
+                let _: fn(*const $container) -> *const $crate::nvmet::request::Request =
                     // SAFETY: only the field's address is taken, nothing is read.
                     |container| unsafe { &raw const (*container).$field };
                 ::core::mem::offset_of!($container, $field)
+            };
+        }
+    };
+    ($container:ty, $cell:ident: $inner:ty, $field:ident) => {
+        // SAFETY: `OFFSET` is the offset of `$field` of the `$inner` in the `UnsafeCell`
+        // `$cell`, which the functions below check; an `UnsafeCell<T>` has the layout of
+        // its `T`.
+        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
+        #[allow(unsafe_code)]
+        unsafe impl $crate::nvmet::HasRequest for $container {
+            const OFFSET: usize = {
+                let _: fn(*const $container) -> *const ::core::cell::UnsafeCell<$inner> =
+                    // SAFETY: only the field's address is taken, nothing is read.
+                    |container| unsafe { &raw const (*container).$cell };
+                let _: fn(*const $inner) -> *const $crate::nvmet::request::Request =
+                    // SAFETY: as above.
+                    |inner| unsafe { &raw const (*inner).$field };
+                ::core::mem::offset_of!($container, $cell) + ::core::mem::offset_of!($inner, $field)
             };
         }
     };
@@ -60,15 +412,18 @@ pub(crate) use impl_has_request;
 
 /// The data buffers of a request, which the core allocated for it
 /// (`nvmet_req_alloc_sgls`): the data and, with T10-PI, the protection information. The
-/// token owns them: only [`free_sgls`] frees them, taking it back, so whoever holds it
+/// token owns them: only [`Request::free_sgls`] frees them, taking it back, so whoever holds it
 /// (an `rdma_rw` context that maps them, see [`SgLists`]) keeps them alive. A token that
 /// is dropped instead leaks the buffers.
 ///
 /// # Invariants
 ///
 /// `sg` (`sg_cnt` entries) and `metadata_sg` (`metadata_sg_cnt`, or null and 0) are the
-/// lists `nvmet_req_alloc_sgls` allocated for a request, not freed yet.
+/// lists `nvmet_req_alloc_sgls` allocated for a request (in `p2p_dev`'s memory if not null),
+/// not freed yet.
 pub(crate) struct DataSgls {
+    /// The P2P device whose memory the lists are in (null: plain memory).
+    p2p_dev: *mut bindings::pci_dev,
     sg: NonNull<bindings::scatterlist>,
     sg_cnt: u32,
     metadata_sg: *mut bindings::scatterlist,
@@ -87,65 +442,5 @@ unsafe impl SgLists for DataSgls {
 
     fn metadata(&self) -> (*mut bindings::scatterlist, u32) {
         (self.metadata_sg, self.metadata_sg_cnt)
-    }
-}
-
-/// Allocates the data buffers of `req` for its `transfer_len` and `metadata_len` (in a
-/// namespace's P2P memory where the request allows it).
-///
-/// On failure the request holds no list: the core's `nvmet_req_alloc_sgls` leaves its data
-/// list pointing at the memory it freed when the second allocation fails, and a later
-/// `nvmet_req_free_sgls` would free it again (as the C transport's release does).
-///
-/// # Safety
-///
-/// `req` is initialised, its buffers not allocated, and the caller owns it: the core is
-/// not processing it.
-pub(crate) unsafe fn alloc_sgls(req: *mut bindings::nvmet_req) -> Result<DataSgls> {
-    // SAFETY: the request is the caller's and initialised (function's safety section).
-    let ret = unsafe { bindings::nvmet_req_alloc_sgls(req) };
-    // SAFETY: as above; the fields are the core's results.
-    let (sg, sg_cnt, metadata_sg, metadata_sg_cnt) = unsafe {
-        if ret < 0 {
-            (*req).sg = core::ptr::null_mut();
-            (*req).sg_cnt = 0;
-            (*req).metadata_sg = core::ptr::null_mut();
-            (*req).metadata_sg_cnt = 0;
-            return Err(ENOMEM);
-        }
-        (
-            (*req).sg,
-            (*req).sg_cnt,
-            (*req).metadata_sg,
-            (*req).metadata_sg_cnt,
-        )
-    };
-    let sg = NonNull::new(sg).ok_or(ENOMEM)?;
-    // INVARIANT: the lists the core just allocated for `req`.
-    Ok(DataSgls {
-        sg,
-        sg_cnt: sg_cnt as u32,
-        metadata_sg,
-        metadata_sg_cnt: metadata_sg_cnt as u32,
-    })
-}
-
-/// Frees the data buffers `sgls` of `req` (`nvmet_req_free_sgls`). Buffers that are not
-/// the request's any more (it was started again since) are leaked, with a warning, rather
-/// than freed on a request that does not own them.
-///
-/// # Safety
-///
-/// The caller owns `req`: the core is not processing it.
-pub(crate) unsafe fn free_sgls(req: *mut bindings::nvmet_req, sgls: DataSgls) {
-    // SAFETY: the request is the caller's (function's safety section).
-    unsafe {
-        if (*req).sg != sgls.sg.as_ptr() || (*req).metadata_sg != sgls.metadata_sg {
-            pr_warn!("a request's data buffers are not its own any more; leaking them\n");
-            return;
-        }
-        // (The token's lists are the request's, allocated by `nvmet_req_alloc_sgls` and
-        // not freed: type invariant.)
-        bindings::nvmet_req_free_sgls(req);
     }
 }

@@ -82,8 +82,8 @@ impl SqCq {
         live.then_some(SqEntered(self))
     }
 
-    /// The submission queue, for `nvmet_req_init`.
-    pub(crate) fn sq(&self) -> *mut bindings::nvmet_sq {
+    /// The submission queue, for the core's calls.
+    pub(super) fn sq(&self) -> *mut bindings::nvmet_sq {
         self.sq.get()
     }
 
@@ -129,6 +129,13 @@ impl SqCq {
 
 /// A reference on a live sq, from [`SqCq::enter`].
 pub(crate) struct SqEntered<'a>(&'a SqCq);
+
+impl SqEntered<'_> {
+    /// The submission queue, for `nvmet_req_init`.
+    pub(super) fn sq(&self) -> *mut bindings::nvmet_sq {
+        self.0.sq()
+    }
+}
 
 impl Drop for SqEntered<'_> {
     fn drop(&mut self) {

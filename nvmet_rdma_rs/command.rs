@@ -32,7 +32,10 @@
 // it there is under way (issue 15).
 #![allow(unsafe_code)]
 
-use crate::nvmet::request::{self, impl_has_request, DataSgls};
+use crate::nvmet::{
+    request::{impl_has_request, DataSgls, Request},
+    sq::SqEntered,
+};
 use crate::queue::{Parked, Queue};
 use crate::rdma::{
     bindings,
@@ -51,12 +54,12 @@ use core::{
         Ordering::{Relaxed, SeqCst},
     },
 };
-use kernel::{prelude::*, sync::Arc, types::Opaque};
+use kernel::{prelude::*, sync::Arc};
 mod completion;
 mod mapping;
 
 pub(crate) use completion::{queue_response, recv_done};
-use mapping::free_rw;
+use mapping::{free_data, free_rw};
 
 /// Bytes of an NVMe completion queue entry.
 pub(crate) const RESPONSE_SIZE: usize = 16;
@@ -93,6 +96,8 @@ struct RspState {
     /// The response SEND, pointed at the slot's response buffer and SEND completion entry
     /// once the slot is in place (`Io::prepare_rsp`).
     send: Option<SendWr>,
+    /// The nvmet core's request for the command.
+    req: Request,
 }
 
 impl RspState {
@@ -108,7 +113,6 @@ pub(crate) struct RspSlot {
     send_cqe: Cqe<RspSlot, SEND>,
     read_cqe: Cqe<RspSlot, READ>,
     write_cqe: Cqe<RspSlot, WRITE>,
-    req: Opaque<bindings::nvmet_req>,
     state: UnsafeCell<RspState>,
     /// The command's RDMA READ is posted and its completion has not run: siw completes a
     /// READ twice when the QP is flushed before the READ's request went out (see
@@ -118,7 +122,7 @@ pub(crate) struct RspSlot {
     queue: *const Queue,
 }
 
-impl_has_request!(RspSlot, req);
+impl_has_request!(RspSlot, state: RspState, req);
 
 /// The handler of a response slot's SEND completions.
 const SEND: u64 = 0;
@@ -143,10 +147,6 @@ impl RspSlot {
     unsafe fn state(&self) -> &mut RspState {
         // SAFETY: see the function's safety section: one step at a time.
         unsafe { &mut *self.state.get() }
-    }
-
-    fn req(&self) -> *mut bindings::nvmet_req {
-        self.req.get()
     }
 }
 
@@ -191,7 +191,6 @@ fn new_rsp(index: u32, queue: *const Queue) -> Result<RspSlot> {
         read_cqe: Cqe::new(),
         write_cqe: Cqe::new(),
         read_posted: AtomicBool::new(false),
-        req: Opaque::zeroed(),
         state: UnsafeCell::new(RspState {
             in_use: false,
             cmd: 0,
@@ -203,6 +202,7 @@ fn new_rsp(index: u32, queue: *const Queue) -> Result<RspSlot> {
             data: None,
             rw: KBox::pin_init(RwCtx::new(), GFP_KERNEL)?,
             send: None,
+            req: Request::new(),
         }),
         index,
         queue,
@@ -261,40 +261,32 @@ impl Io {
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
             waiters: AtomicU32::new(0),
         };
-        for index in 0..io.rsps.len() {
-            let send = io.prepare_rsp(&io.rsps[index], lkey, device.p2p_dma_client())?;
-            io.rsps[index].state.get_mut().send = Some(send);
+        let p2p_client = device.p2p_dma_client();
+        let inline = io.inline_responses;
+        for (index, rsp) in io.rsps.iter_mut().enumerate() {
+            let offset = index * RESPONSE_SIZE;
+            let RspSlot {
+                send_cqe,
+                read_cqe,
+                write_cqe,
+                state,
+                ..
+            } = rsp;
+            let state = state.get_mut();
+            // SAFETY: the slots never move and live, with the response buffer, as long as
+            // the queue, which drains its QP before it drops them (type invariant).
+            unsafe {
+                let len = RESPONSE_SIZE as u32;
+                let send = SendWr::new(send_cqe, &io.responses, offset, len, lkey, inline)?;
+                state.send = Some(send);
+                state.rw.as_mut().set_completions(read_cqe, write_cqe);
+            }
+            // (`p2p_client`, the device if it can reach PCI peer-to-peer memory, lets the
+            // nvmet core place keyed data in a namespace's P2P memory, `use_p2pmem`, as
+            // the C transport allows)
+            state.req.set_response(&io.responses, offset, p2p_client)?;
         }
         Ok(io)
-    }
-
-    /// The SEND of a response slot's response buffer, and points its request at that
-    /// buffer; `p2p_client` (the device, if it can reach PCI peer-to-peer memory) lets the
-    /// nvmet core place keyed data in a namespace's P2P memory (`use_p2pmem`), as the C
-    /// transport allows.
-    fn prepare_rsp(
-        &self,
-        rsp: &RspSlot,
-        lkey: u32,
-        p2p_client: Option<*mut bindings::device>,
-    ) -> Result<SendWr> {
-        let offset = rsp.index as usize * RESPONSE_SIZE;
-        let cqe = self.responses.cpu_ptr(offset)?;
-        let send = SendWr::new(
-            &rsp.send_cqe,
-            &self.responses,
-            offset,
-            RESPONSE_SIZE as u32,
-            lkey,
-            self.inline_responses,
-        )?;
-        // SAFETY: the request is not in use yet; the response buffer lives as long as the
-        // slots.
-        unsafe {
-            (*rsp.req()).cqe = cqe.cast();
-            (*rsp.req()).p2p_client = p2p_client.unwrap_or(core::ptr::null_mut());
-        }
-        Ok(send)
     }
 
     /// Response slots of the queue.
@@ -345,15 +337,19 @@ impl Io {
     }
 
     /// A command arrived in receive slot `cmd_index` (`received` bytes): runs it on
-    /// response slot `rsp_index`.
-    fn start(&self, queue: &Queue, cmd_index: u32, rsp_index: u32, received: u32) {
+    /// response slot `rsp_index`, while `sq` is entered.
+    fn start(
+        &self,
+        queue: &Queue,
+        sq: &SqEntered<'_>,
+        cmd_index: u32,
+        rsp_index: u32,
+        received: u32,
+    ) {
         let rsp = &self.rsps[rsp_index as usize];
         let offset = cmd_index as usize * COMMAND_SIZE;
         let mut command = [0u8; COMMAND_SIZE];
         let capsules = self.recv.capsules();
-        let Ok(capsule) = capsules.cpu_ptr(offset) else {
-            return;
-        };
         if capsules.copy_out_range(offset, &mut command).is_err() {
             return;
         }
@@ -367,19 +363,20 @@ impl Io {
         state.in_capsule = false;
         state.n_rdma = 0;
         state.invalidate = None;
-        let req = rsp.req();
-        let port = queue.port.raw();
-        // SAFETY: `req` is the slot's request, not in use by the nvmet core (the slot was
-        // free); the capsule stays put until the receive is posted again, after the
-        // response; the port stays allocated while the queue exists (the core flushes
-        // `nvmet_wq`, where queues are released, before it frees a port). What the binding's
-        // callbacks rely on (`nvmet::Transport`): the request is embedded in a `RspSlot`
-        // (`impl_has_request!`), its sq in a `Queue` (`impl_has_sq_cq!`), and both live
-        // until the request's `queue_response` returned (the queue drains its slots).
+        // SAFETY: the request is not started (the slot was free); the capsule stays put
+        // until the receive is posted again, after the response; the response buffer and
+        // the slot live as long as the queue, which drains its slots before it goes; the
+        // port stays registered while the queue exists (the core flushes `nvmet_wq`, where
+        // queues are released, before it frees a port); the ops are the target's, whose
+        // `Transport::Request` is `RspSlot` (`impl_has_request!`).
         let accepted = unsafe {
-            (*req).cmd = capsule.cast();
-            (*req).port = port;
-            bindings::nvmet_req_init(req, queue.nvmet.sq(), queue.port.target().ops())
+            state.req.init(
+                capsules,
+                offset,
+                sq,
+                queue.port.nvmet(),
+                queue.port.target().ops(),
+            )
         };
         queue.stats.commands.fetch_add(1, Relaxed);
         if !accepted {
@@ -388,7 +385,7 @@ impl Io {
         }
         let mapped = wire::data_pointer(&command).and_then(|pointer| match pointer {
             DataPointer::InCapsule { offset, len } => {
-                self.map_in_capsule(queue, rsp, &command, offset, len, received)
+                self.map_in_capsule(queue, state, &command, offset, len, received)
             }
             DataPointer::Keyed {
                 addr,
@@ -396,7 +393,7 @@ impl Io {
                 key,
                 invalidate,
             } => self
-                .map_keyed(rsp, &command, addr, len, key, invalidate)
+                .map_keyed(state, &command, addr, len, key, invalidate)
                 .inspect(|()| {
                     if len > 0 {
                         queue.stats.keyed.fetch_add(1, Relaxed);
@@ -404,11 +401,7 @@ impl Io {
                 }),
         });
         if let Err(error) = mapped {
-            // SAFETY: the request is initialised and ours until it completes.
-            unsafe {
-                (*req).error_loc = error.error_loc;
-                bindings::nvmet_req_complete(req, error.status);
-            }
+            state.req.fail(error.status, error.error_loc);
             return;
         }
         if !self.execute(rsp) {
@@ -447,24 +440,15 @@ impl Io {
             self.sq_wr_avail.fetch_add(needed, Relaxed);
             return false;
         }
-        let req = rsp.req();
-        // SAFETY: the request is initialised and mapped.
-        let from_host = state.write && unsafe { (*req).transfer_len } > 0 && !state.in_capsule;
-        if from_host {
+        if state.write && state.req.transfer_len() > 0 && !state.in_capsule {
             rsp.read_posted.store(true, Relaxed);
             // (the context was initialised by `map_keyed`)
-            if state.rw.as_mut().post(&rsp.read_cqe).is_err() {
+            if state.rw.as_mut().post().is_err() {
                 rsp.read_posted.store(false, Relaxed);
-                // SAFETY: the request is ours until it completes.
-                unsafe { bindings::nvmet_req_complete(req, status::DATA_XFER_ERROR) };
+                state.req.complete(status::DATA_XFER_ERROR);
             }
         } else {
-            // SAFETY: as above; executing hands the request to the core.
-            unsafe {
-                if let Some(execute) = (*req).execute {
-                    execute(req);
-                }
-            }
+            state.req.execute();
         }
         true
     }
@@ -474,21 +458,11 @@ impl Io {
         // SAFETY: the command's last step (its response SEND completed or never went out).
         let state = unsafe { rsp.state() };
         self.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
-        self.free_data(rsp, state);
+        free_data(state);
         state.in_use = false;
         queue.free_slot(rsp.index);
         self.run_waiting(queue);
         queue.start_parked(self);
-    }
-
-    /// Destroys the command's `rdma_rw` context and frees its data buffer.
-    fn free_data(&self, rsp: &RspSlot, state: &mut RspState) {
-        free_rw(state);
-        if let Some(data) = state.data.take() {
-            // SAFETY: the request is the slot owner's: its command has ended, or never
-            // reached the core.
-            unsafe { request::free_sgls(rsp.req(), data) };
-        }
     }
 
     /// Starts waiting commands in order while the send queue has room.
@@ -545,12 +519,12 @@ impl Io {
     fn abandon(&self, rsp: &RspSlot) {
         // SAFETY: a command off the wait list, or refused by it, is its slot's only user.
         let state = unsafe { rsp.state() };
-        self.free_data(rsp, state);
+        free_data(state);
         self.return_recv(state);
         state.in_use = false;
-        // SAFETY: the request was initialised and never executed: it ends here. (Last: it
-        // may drop the SQ's last reference, after which the release can reclaim the slots.)
-        unsafe { bindings::nvmet_req_uninit(rsp.req()) };
+        // The request was started and never executed: it ends here. (Last: it may drop the
+        // SQ's last reference, after which the release can reclaim the slots.)
+        state.req.uninit();
     }
 
     /// After the queue was drained: frees what commands that never completed still hold.
@@ -560,7 +534,7 @@ impl Io {
             // else uses the slots.
             let state = unsafe { rsp.state() };
             if state.in_use {
-                self.free_data(rsp, state);
+                free_data(state);
                 self.return_recv(state);
                 state.in_use = false;
             }
@@ -580,7 +554,7 @@ pub(crate) fn handle_command(queue: &Queue, io: &Io, cmd: u32, len: u32) {
     // The state may change right after its check: hold the sq until the command was
     // handed over, or the release's `nvmet_sq_destroy` may clear `sq->ctrl` and put the
     // controller while `nvmet_req_init` parses the command with them.
-    let Some(_entered) = queue.nvmet.enter() else {
+    let Some(entered) = queue.nvmet.enter() else {
         give_back();
         return;
     };
@@ -602,5 +576,5 @@ pub(crate) fn handle_command(queue: &Queue, io: &Io, cmd: u32, len: u32) {
             }
         },
     };
-    io.start(queue, cmd, rsp, len);
+    io.start(queue, &entered, cmd, rsp, len);
 }

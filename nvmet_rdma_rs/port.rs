@@ -6,9 +6,7 @@
 
 use crate::nvmet::{EnabledPort, PortConfig};
 use crate::queue::Queue;
-use crate::rdma::{
-    bindings, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, SocketAddr,
-};
+use crate::rdma::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, SocketAddr};
 use crate::target::Target;
 use crate::wire::{queue_size, CmReject, ConnectData};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -179,8 +177,8 @@ impl Port {
     }
 
     /// The nvmet port, for requests.
-    pub(crate) fn raw(&self) -> *mut bindings::nvmet_port {
-        self.nvmet.as_raw()
+    pub(crate) fn nvmet(&self) -> &EnabledPort {
+        &self.nvmet
     }
 
     /// Whether the port listens on the wildcard address.

@@ -14,8 +14,8 @@
 
 use crate::queue::Queue;
 use crate::rdma::{
-    bindings, cqe::impl_has_cqe, qp_handle::QpHandle, Cqe, CqeHandler, Device, DmaBuf, Srq,
-    WorkCompletion,
+    bindings, cqe::impl_has_cqe, qp_handle::QpHandle, sgl::PageSgl, Cqe, CqeHandler, Device,
+    DmaBuf, Srq, WorkCompletion,
 };
 use crate::wire::COMMAND_SIZE;
 use kernel::{prelude::*, sync::Arc, types::Opaque};
@@ -30,7 +30,7 @@ pub(crate) struct CmdSlot {
     wr: Opaque<bindings::ib_recv_wr>,
     sge: Opaque<[bindings::ib_sge; 2]>,
     /// The nvmet request's scatterlist for in-capsule data.
-    pub(crate) sg: Opaque<[bindings::scatterlist; MAX_INLINE_PAGES]>,
+    pub(crate) sg: PageSgl<MAX_INLINE_PAGES>,
     /// The slot's number in its [`RecvSlots`].
     pub(crate) index: u32,
     /// The queue that owns the slot; null for slots of an SRQ, whose completions name
@@ -102,7 +102,7 @@ impl RecvSlots {
                     cqe: Cqe::new(),
                     wr: Opaque::zeroed(),
                     sge: Opaque::zeroed(),
-                    sg: Opaque::zeroed(),
+                    sg: PageSgl::new(),
                     index,
                     queue: owner,
                 },

@@ -610,9 +610,7 @@ impl<T: CmHandler> CmId<T> {
     /// # Safety
     ///
     /// The caller uses the handle, its clones and the contexts mapped through them only
-    /// while this id's QP lives (until the id is dropped), and keeps every completion entry
-    /// it posts through them alive and in place until its completion ran or the QP was
-    /// drained ([`CmId::shut_down`]).
+    /// while this id's QP lives (until the id is dropped).
     pub(crate) unsafe fn qp_handle(&self) -> Option<QpHandle> {
         self.verbs.as_ref()?;
         // SAFETY: the id is live and `verbs` says it has a QP.

@@ -38,6 +38,7 @@ pub(crate) mod pd;
 pub(crate) mod qp;
 pub(crate) mod qp_handle;
 pub(crate) mod rw;
+pub(crate) mod sgl;
 pub(crate) mod signature;
 pub(crate) mod srq;
 pub(crate) mod workqueue;

@@ -21,9 +21,7 @@ use kernel::prelude::*;
 ///
 /// `qp` is a live QP of port `port`, and stays live while the handle or a clone of it is
 /// used (including by an `rdma_rw` context mapped through it, until the context is
-/// destroyed). Every completion entry posted through the handle stays alive and in place
-/// until its completion ran or the QP was drained. (The promise of the caller of
-/// [`super::CmId::qp_handle`].)
+/// destroyed). (The promise of the caller of [`super::CmId::qp_handle`].)
 #[derive(Clone)]
 pub(crate) struct QpHandle {
     qp: NonNull<bindings::ib_qp>,
@@ -61,8 +59,9 @@ impl QpHandle {
     ///
     /// # Safety
     ///
-    /// `first` and the requests it links to are valid for the call, and each completion
-    /// entry they carry belongs to an object kept alive as the type's invariants say.
+    /// `first` and the requests it links to are valid for the call; the completion entry
+    /// each carries, and the memory it points to, stay alive and in place until its
+    /// completion ran or the QP was drained.
     pub(super) unsafe fn post_send_raw(&self, first: *const bindings::ib_send_wr) -> Result {
         // SAFETY: the QP is live (type invariant); the provider copies the requests before
         // it returns (the function's safety section).
@@ -86,13 +85,19 @@ impl QpHandle {
     /// Posts `send` on its own.
     pub(crate) fn post(&self, send: &mut SendWr) -> Result {
         // SAFETY: `send` is valid for the call (`as_ptr` points it at its own entry); its
-        // completion entry's owner outlives it (type invariant).
+        // completion entry and buffer outlive it (`SendWr`'s invariant).
         unsafe { self.post_send_raw(send.as_ptr()) }
     }
 }
 
 /// A signaled SEND of one local buffer whose completion runs a [`Cqe`]'s handler; made once
 /// and posted again for each message.
+///
+/// # Invariants
+///
+/// The completion entry and the buffer the request names stay alive and in place while it
+/// is posted, until its completion ran or its QP was drained (the promise of
+/// [`SendWr::new`]'s caller).
 pub(crate) struct SendWr {
     wr: bindings::ib_send_wr,
     sge: bindings::ib_sge,
@@ -107,7 +112,12 @@ impl SendWr {
     /// completion runs `T`'s handler `ID`. `inline`: the provider copies the bytes when the
     /// SEND is posted (`IB_SEND_INLINE`; only for as many bytes as the QP takes inline).
     /// `EINVAL` past the end of `buf`.
-    pub(crate) fn new<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
+    ///
+    /// # Safety
+    ///
+    /// The object that embeds `cqe`, and `buf`'s memory, stay alive and in place while the
+    /// request is posted, until its completion ran or its QP was drained.
+    pub(crate) unsafe fn new<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
         cqe: &Cqe<T, ID>,
         buf: &DmaBuf,
         offset: usize,
@@ -134,6 +144,7 @@ impl SendWr {
         wr.num_sge = 1;
         wr.opcode = bindings::ib_wr_opcode_IB_WR_SEND;
         wr.send_flags = flags;
+        // INVARIANT: the caller's promise.
         Ok(Self { wr, sge })
     }
 

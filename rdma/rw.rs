@@ -29,8 +29,8 @@ use kernel::{prelude::*, types::Opaque};
 /// # Safety
 ///
 /// The lists that [`SgLists::data`] and [`SgLists::metadata`] return are valid
-/// scatterlists of the given numbers of entries, and stay valid and unchanged while the
-/// value lives, wherever it is moved.
+/// scatterlists of the given numbers of entries, the same on every call, and stay valid
+/// and unchanged while the value lives, wherever it is moved.
 pub(crate) unsafe trait SgLists {
     /// The data's scatterlist and its number of entries.
     fn data(&self) -> (*mut bindings::scatterlist, u32);
@@ -76,22 +76,36 @@ struct Mapping<S> {
     signature: bool,
 }
 
+/// The completion entries of the transfers a context posts alone, by direction.
+struct Completions {
+    from_remote: *mut bindings::ib_cqe,
+    to_remote: *mut bindings::ib_cqe,
+}
+
 /// An `rdma_rw_ctx`: one transfer between local scatterlists and a remote buffer.
 ///
 /// Pinned: a context of one SGE points into itself once initialised. Made once per slot
-/// with [`RwCtx::new`] and used for one transfer after another.
+/// with [`RwCtx::new`], given its completion entries once ([`RwCtx::set_completions`]),
+/// and used for one transfer after another.
 ///
 /// # Invariants
 ///
-/// `mapping` is `Some` exactly while `ctx` is initialised: by `rdma_rw_ctx_init` on
-/// `mapping.lists.data()`, or by `rdma_rw_ctx_signature_init` on both of its lists when
-/// `mapping.signature`, for `mapping.qp` and `mapping.dir`. It then owes the matching
-/// destroy, with the same arguments (see [`RwCtx::destroy`] and `Drop`).
+/// - `mapping` is `Some` exactly while `ctx` is initialised: by `rdma_rw_ctx_init` on
+///   `mapping.lists.data()`, or by `rdma_rw_ctx_signature_init` on both of its lists when
+///   `mapping.signature`, for `mapping.qp` and `mapping.dir`. It then owes the matching
+///   destroy, with the same arguments (see [`RwCtx::destroy`]).
+/// - `posted` is true once the mapped transfer's work requests were posted: they are
+///   posted at most once per mapping.
+/// - `completions` names entries whose owners stay alive and in place while the context
+///   is used, until the completions of its posts ran or their QP was drained (the promise
+///   of [`RwCtx::set_completions`]'s caller).
 #[pin_data(PinnedDrop)]
 pub(crate) struct RwCtx<S: SgLists> {
     #[pin]
     ctx: Opaque<bindings::rdma_rw_ctx>,
     mapping: Option<Mapping<S>>,
+    posted: bool,
+    completions: Option<Completions>,
 }
 
 // SAFETY: the context is used only through `&mut` (or `Drop`); the C side touches it only
@@ -105,7 +119,33 @@ impl<S: SgLists> RwCtx<S> {
         pin_init!(Self {
             ctx: Opaque::zeroed(),
             mapping: None,
+            posted: false,
+            completions: None,
         })
+    }
+
+    /// Names the completion entries of the transfers [`RwCtx::post`] posts alone: an RDMA
+    /// READ's completion runs `T`'s handler `R`, RDMA WRITEs' `U`'s handler `W`.
+    ///
+    /// # Safety
+    ///
+    /// The objects that embed both entries stay alive and in place while the context is
+    /// used, until the completions of its posts ran or their QP was drained.
+    pub(crate) unsafe fn set_completions<T, const R: u64, U, const W: u64>(
+        self: Pin<&mut Self>,
+        from_remote: &Cqe<T, R>,
+        to_remote: &Cqe<U, W>,
+    ) where
+        T: HasCqe<R> + CqeHandler<R>,
+        U: HasCqe<W> + CqeHandler<W>,
+    {
+        // SAFETY: `completions` is not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        // INVARIANT: the caller's promise.
+        this.completions = Some(Completions {
+            from_remote: from_remote.as_raw(),
+            to_remote: to_remote.as_raw(),
+        });
     }
 
     /// Whether lists are mapped (the context owes a [`RwCtx::destroy`]).
@@ -177,51 +217,71 @@ impl<S: SgLists> RwCtx<S> {
         if ret < 0 {
             return Err((Error::from_errno(ret), lists));
         }
-        // INVARIANT: the context was initialised on `lists` for `qp` and `dir`.
+        // INVARIANT: the context was initialised on `lists` for `qp` and `dir`, and is not
+        // posted yet.
         this.mapping = Some(Mapping {
             lists,
             qp: qp.clone(),
             dir,
             signature,
         });
+        this.posted = false;
         Ok(ret as u32)
     }
 
     /// The first of the mapped transfer's work requests, linked to `chain` (null: none),
-    /// the last one carrying `cqe` (null: unsignaled). `EINVAL` if nothing is mapped.
+    /// the last one carrying the completion entry of its direction if `signaled` (else
+    /// none); marks the transfer posted. `EINVAL` if nothing is mapped or no entries were
+    /// set, `EBUSY` if the transfer was posted already.
     fn wrs(
         self: Pin<&mut Self>,
-        cqe: *mut bindings::ib_cqe,
+        signaled: bool,
         chain: *mut bindings::ib_send_wr,
     ) -> Result<(*mut bindings::ib_send_wr, QpHandle)> {
-        let mapping = self.mapping.as_ref().ok_or(EINVAL)?;
+        // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
+        let this = unsafe { self.get_unchecked_mut() };
+        let mapping = this.mapping.as_ref().ok_or(EINVAL)?;
+        if this.posted {
+            return Err(EBUSY);
+        }
+        let cqe = if !signaled {
+            ptr::null_mut()
+        } else {
+            let completions = this.completions.as_ref().ok_or(EINVAL)?;
+            match mapping.dir {
+                Direction::FromRemote => completions.from_remote,
+                Direction::ToRemote => completions.to_remote,
+            }
+        };
         let qp = mapping.qp.clone();
         // SAFETY: the context is initialised for `qp` (type invariant) and pinned; it
         // links its own work requests and `chain`, which the caller posts at once.
         let first = unsafe {
-            bindings::rdma_rw_ctx_wrs(self.ctx.get(), qp.as_raw(), qp.port_num(), cqe, chain)
+            bindings::rdma_rw_ctx_wrs(this.ctx.get(), qp.as_raw(), qp.port_num(), cqe, chain)
         };
+        // INVARIANT: the caller posts them now; a failed post leaves nothing in flight, but
+        // the context is not posted again either (it goes with its queue).
+        this.posted = true;
         Ok((first, qp))
     }
 
-    /// Posts the mapped transfer alone; its completion runs `T`'s handler `ID` through
-    /// `cqe`. `EINVAL` if nothing is mapped.
-    pub(crate) fn post<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
-        self: Pin<&mut Self>,
-        cqe: &Cqe<T, ID>,
-    ) -> Result {
-        let (first, qp) = self.wrs(cqe.as_raw(), ptr::null_mut())?;
+    /// Posts the mapped transfer alone; its completion runs the handler of the entry
+    /// [`RwCtx::set_completions`] named for its direction. `EINVAL` if nothing is mapped or
+    /// no entries were named, `EBUSY` if the transfer was posted already.
+    pub(crate) fn post(self: Pin<&mut Self>) -> Result {
+        let (first, qp) = self.wrs(true, ptr::null_mut())?;
         // SAFETY: `first` heads the context's work requests, valid for the call; the
-        // completion entry's owner outlives the request (`QpHandle`'s promise).
+        // completion entry's owner outlives the request (type invariant).
         unsafe { qp.post_send_raw(first) }
     }
 
     /// Posts the mapped transfer, unsignaled, followed by `send` in one chain: the SEND's
-    /// completion also tells that the transfer is done. `EINVAL` if nothing is mapped.
+    /// completion also tells that the transfer is done. `EINVAL` if nothing is mapped,
+    /// `EBUSY` if the transfer was posted already.
     pub(crate) fn post_before(self: Pin<&mut Self>, send: &mut SendWr) -> Result {
-        let (first, qp) = self.wrs(ptr::null_mut(), send.as_ptr())?;
+        let (first, qp) = self.wrs(false, send.as_ptr())?;
         // SAFETY: `first` heads the context's work requests and `send`, valid for the
-        // call; the SEND's completion entry's owner outlives it (`QpHandle`'s promise).
+        // call; the SEND's completion entry and buffer outlive it (`SendWr::new`'s promise).
         unsafe { qp.post_send_raw(first) }
     }
 
@@ -256,28 +316,27 @@ impl<S: SgLists> RwCtx<S> {
         }))
     }
 
-    /// Unmaps the transfer (its work requests completed or were flushed) and gives its
-    /// lists back; `None` if nothing was mapped.
-    pub(crate) fn destroy(self: Pin<&mut Self>) -> Option<S> {
-        // SAFETY: `mapping` is not structurally pinned.
+    /// Unmaps the transfer and gives its lists back; `None` if nothing was mapped.
+    ///
+    /// # Safety
+    ///
+    /// If the transfer was posted, its work requests are done: their completion (or that
+    /// of the SEND they were chained before) ran, or their QP was drained.
+    pub(crate) unsafe fn destroy(self: Pin<&mut Self>) -> Option<S> {
+        // SAFETY: `mapping` and `posted` are not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
         let mapping = this.mapping.take()?;
-        Self::destroy_ctx(&this.ctx, &mapping);
-        // INVARIANT: destroyed; `mapping` is `None`.
-        Some(mapping.lists)
-    }
-
-    fn destroy_ctx(ctx: &Opaque<bindings::rdma_rw_ctx>, mapping: &Mapping<S>) {
+        this.posted = false;
         let (sg, sg_cnt) = mapping.lists.data();
         let qp = &mapping.qp;
         // SAFETY: the context was initialised with exactly these arguments (type
-        // invariant) and its work requests are done (the caller's step: their completion
-        // ran, or the QP was drained); the QP is live (`QpHandle`).
+        // invariant) and its work requests are done (function's safety section); the QP is
+        // live (`QpHandle`).
         unsafe {
             if mapping.signature {
                 let (prot_sg, prot_cnt) = mapping.lists.metadata();
                 bindings::rdma_rw_ctx_destroy_signature(
-                    ctx.get(),
+                    this.ctx.get(),
                     qp.as_raw(),
                     qp.port_num(),
                     sg,
@@ -288,7 +347,7 @@ impl<S: SgLists> RwCtx<S> {
                 );
             } else {
                 bindings::rdma_rw_ctx_destroy(
-                    ctx.get(),
+                    this.ctx.get(),
                     qp.as_raw(),
                     qp.port_num(),
                     sg,
@@ -297,16 +356,22 @@ impl<S: SgLists> RwCtx<S> {
                 );
             }
         }
+        // INVARIANT: destroyed; `mapping` is `None`.
+        Some(mapping.lists)
     }
 }
 
 #[pinned_drop]
 impl<S: SgLists> PinnedDrop for RwCtx<S> {
     fn drop(self: Pin<&mut Self>) {
-        // (A context still mapped when its owner goes: its QP was drained, and is live
-        // while a handle is in use, `QpHandle`.)
-        if let Some(mapping) = &self.mapping {
-            Self::destroy_ctx(&self.ctx, mapping);
+        // A context still mapped when its owner goes cannot be destroyed here: its QP may be
+        // gone already, and its transfer may not be done. Its lists are leaked, not freed
+        // while the device may reach them.
+        // SAFETY: `mapping` is not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        if let Some(mapping) = this.mapping.take() {
+            pr_warn!("an rdma_rw context was dropped while mapped; leaking its lists\n");
+            core::mem::forget(mapping.lists);
         }
     }
 }

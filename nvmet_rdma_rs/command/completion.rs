@@ -8,9 +8,9 @@
 // it there is under way (issue 15).
 #![allow(unsafe_code)]
 
-use super::{free_rw, handle_command, Io, RspSlot, RspState, READ, SEND, WRITE};
+use super::{free_data, free_rw, handle_command, Io, RspSlot, RspState, READ, SEND, WRITE};
 use crate::queue::Queue;
-use crate::rdma::{bindings, CmId, CqeHandler, WorkCompletion};
+use crate::rdma::{CmId, CqeHandler, WorkCompletion};
 use crate::recv::CmdSlot;
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
@@ -119,36 +119,29 @@ fn read_done(rsp: &RspSlot, wc: &WorkCompletion) {
     let Some((io, state)) = transfer_completed(queue, rsp) else {
         return;
     };
-    let req = rsp.req();
     if !wc.is_ok() {
-        io.free_data(rsp, state);
+        free_data(state);
         io.return_recv(state);
-        // SAFETY: the request was initialised and has not completed; it never will now.
-        unsafe { bindings::nvmet_req_uninit(req) };
+        // The request was started and has not completed; it never will now.
+        state.req.uninit();
         io.release(queue, rsp);
         failed(queue, "RDMA READ", wc);
         return;
     }
-    // SAFETY: the request is initialised and its data arrived.
-    unsafe {
-        queue
-            .stats
-            .read_bytes
-            .fetch_add((*req).transfer_len as u64, Relaxed);
-    }
+    queue
+        .stats
+        .read_bytes
+        .fetch_add(state.req.transfer_len() as u64, Relaxed);
     let pi_status = if state.rw.is_signature() {
         io.pi_status(state)
     } else {
         0
     };
     free_rw(state);
-    // SAFETY: as above.
-    unsafe {
-        if pi_status != 0 {
-            bindings::nvmet_req_complete(req, pi_status);
-        } else if let Some(execute) = (*req).execute {
-            execute(req);
-        }
+    if pi_status != 0 {
+        state.req.complete(pi_status);
+    } else {
+        state.req.execute();
     }
 }
 
@@ -168,8 +161,8 @@ fn write_done(rsp: &RspSlot, wc: &WorkCompletion) {
         return;
     }
     if pi_status != 0 {
-        // SAFETY: the response is ours until its SEND is posted.
-        unsafe { (*(*rsp.req()).cqe).status = (pi_status << 1).to_le() };
+        // (the response is ours until its SEND is posted)
+        state.req.set_status(pi_status);
         io.response_to_device(rsp);
     }
     // (the SEND was prepared by `queue_response`)
@@ -198,7 +191,6 @@ fn send_done(rsp: &RspSlot, wc: &WorkCompletion) {
 /// `queue_response`: the nvmet core completed the request of `rsp` (passed to
 /// `nvmet_req_init` by [`Io::start`]); send its data and response.
 pub(crate) fn queue_response(rsp: &RspSlot) {
-    let req = rsp.req();
     let queue = queue_of(rsp);
     let Some(io) = queue.io.as_ref() else {
         return;
@@ -206,18 +198,16 @@ pub(crate) fn queue_response(rsp: &RspSlot) {
     // SAFETY: completing the request hands the slot back to this command's last steps.
     let state = unsafe { rsp.state() };
     let Some(send) = state.send.as_mut() else {
+        // (not expected: every slot's SEND is prepared with the queue)
+        pr_err!("a response slot has no SEND; ending the queue\n");
+        queue.close(c"send post failure");
         return;
     };
     send.set_invalidate(state.invalidate);
-    // SAFETY: the request is ours again: the core completed it.
-    let (failed_status, data_out, transfer_len) = unsafe {
-        (
-            (*(*req).cqe).status != 0,
-            !state.write && (*req).transfer_len > 0 && !state.in_capsule,
-            (*req).transfer_len,
-        )
-    };
-    let with_data = data_out && !failed_status && state.rw.is_mapped();
+    // (the request is ours again: the core completed it)
+    let transfer_len = state.req.transfer_len();
+    let data_out = !state.write && transfer_len > 0 && !state.in_capsule;
+    let with_data = data_out && state.req.status() == 0 && state.rw.is_mapped();
     if with_data {
         queue
             .stats
@@ -234,7 +224,7 @@ pub(crate) fn queue_response(rsp: &RspSlot) {
     } else if state.rw.is_signature() {
         // With PI the SEND waits for the WRITEs' completion (`write_done`), which tells
         // whether the PI was intact.
-        state.rw.as_mut().post(&rsp.write_cqe)
+        state.rw.as_mut().post()
     } else {
         state.rw.as_mut().post_before(send)
     };

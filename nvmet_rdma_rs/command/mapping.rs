@@ -8,36 +8,29 @@
 // it there is under way (issue 15).
 #![allow(unsafe_code)]
 
-use super::{Io, RspSlot, RspState};
-use crate::nvmet::request;
+use super::{Io, RspState};
+use crate::nvmet::{request::DataSgls, Request};
 use crate::queue::Queue;
-use crate::rdma::{
-    bindings,
-    rw::{Direction, Remote},
-};
-use crate::recv::MAX_INLINE_PAGES;
+use crate::rdma::rw::{Direction, Remote};
 use crate::wire::{self, status, COMMAND_SIZE};
 use crate::{pi, protection};
 use core::sync::atomic::Ordering::Relaxed;
-use kernel::{page::PAGE_SIZE, prelude::*};
+use kernel::prelude::*;
 
 impl Io {
     /// Points the request at the in-capsule data, after checking it.
     pub(super) fn map_in_capsule(
         &self,
         queue: &Queue,
-        rsp: &RspSlot,
+        state: &mut RspState,
         command: &[u8; COMMAND_SIZE],
         offset: u64,
         len: u32,
         received: u32,
     ) -> Result<(), wire::CommandError> {
-        // SAFETY: this command owns the slot.
-        let state = unsafe { rsp.state() };
         let data_received = received - COMMAND_SIZE as u32;
         wire::check_in_capsule(command, offset, len, self.inline_size, data_received)?;
-        // SAFETY: the request is initialised and ours.
-        if unsafe { (*rsp.req()).metadata_len } != 0 {
+        if state.req.metadata_len() != 0 {
             // The PI would need a signature MR: hosts send such data keyed (the C
             // transport would hand the backend no PI buffer here).
             return Err(wire::CommandError {
@@ -48,41 +41,20 @@ impl Io {
         if len == 0 {
             return Ok(());
         }
-        let cmd = self.recv.slot(state.cmd);
-        let data = self.recv.inline_data(state.cmd).ok_or(wire::CommandError {
+        let bad_offset = wire::CommandError {
             status: status::SGL_INVALID_OFFSET | status::DNR,
             error_loc: 24,
-        })?;
-        let offset = offset as usize;
-        let (first_page, page_offset) = (offset / PAGE_SIZE, offset % PAGE_SIZE);
-        let count = (page_offset + len as usize).div_ceil(PAGE_SIZE);
-        data.sync_range_for_cpu(offset, len as usize);
-        let sg = cmd.sg.get().cast::<bindings::scatterlist>();
-        let mut pieces = [(core::ptr::null_mut::<u8>(), 0u32); MAX_INLINE_PAGES];
-        let mut left = len as usize;
-        for (i, piece) in pieces.iter_mut().enumerate().take(count) {
-            let start = if i == 0 { page_offset } else { 0 };
-            let chunk = left.min(PAGE_SIZE - start);
-            let at = (first_page + i) * PAGE_SIZE + start;
-            let cpu = data.cpu_ptr(at).map_err(|_| wire::CommandError {
-                status: status::SGL_INVALID_OFFSET | status::DNR,
-                error_loc: 24,
-            })?;
-            *piece = (cpu, chunk as u32);
-            left -= chunk;
-        }
-        // SAFETY: `count <= MAX_INLINE_PAGES`, since the data lies within the in-capsule
-        // size (checked), at most 16 KiB; the receive slot's scatterlist is this command's
-        // until the response re-posts the receive; the pages are the slot's buffer.
+        };
+        let cmd = self.recv.slot(state.cmd);
+        let data = self.recv.inline_data(state.cmd).ok_or(bad_offset)?;
+        let (offset, len) = (offset as usize, len as usize);
+        data.sync_range_for_cpu(offset, len);
+        // SAFETY: the receive slot is this command's until its response posts the receive
+        // again, after the request ended; its data buffer lives as long as the queue. (The
+        // data lies within the in-capsule size, checked: at most `MAX_INLINE_PAGES`.)
         unsafe {
-            bindings::sg_init_table(sg, count as u32);
-            for (i, &(cpu, chunk)) in pieces.iter().enumerate().take(count) {
-                bindings::rdma_rs_sg_set_buf(sg.add(i), cpu.cast(), chunk);
-            }
-            let req = rsp.req();
-            (*req).sg = sg;
-            (*req).sg_cnt = count as i32;
-            (*req).transfer_len += len as usize;
+            let (sg, count) = cmd.sg.fill(data, offset, len).map_err(|_| bad_offset)?;
+            state.req.use_sgl(sg, count, len);
         }
         state.in_capsule = true;
         queue.stats.in_capsule.fetch_add(1, Relaxed);
@@ -93,55 +65,46 @@ impl Io {
     /// `addr`/`key`: a signature one if the command carries T10-PI.
     pub(super) fn map_keyed(
         &self,
-        rsp: &RspSlot,
+        state: &mut RspState,
         command: &[u8; COMMAND_SIZE],
         addr: u64,
         len: u32,
         key: u32,
         invalidate: bool,
     ) -> Result<(), wire::CommandError> {
-        // SAFETY: this command owns the slot.
-        let state = unsafe { rsp.state() };
-        let req = rsp.req();
         let internal = wire::CommandError {
             status: status::INTERNAL,
             error_loc: u16::MAX,
         };
-        // SAFETY: the request is initialised and ours, its namespace looked up and its
-        // buffers not allocated yet; the capsule is the request's until its response.
-        let (data, mut sig_attrs) = unsafe {
-            (*req).transfer_len = len as usize;
-            if len == 0 {
-                return Ok(());
-            }
-            let mut sig_attrs = None;
-            if (*req).metadata_len != 0 {
-                let Some(signature) = self.signature(req, command) else {
-                    (*req).transfer_len = 0;
-                    return Err(internal);
-                };
-                if signature
-                    .data_len(len as usize, (*req).metadata_len)
-                    .is_none()
-                {
-                    // (the nvmet core would allocate a zero-length data buffer)
-                    (*req).transfer_len = 0;
-                    return Err(wire::CommandError {
-                        status: status::INVALID_FIELD | status::DNR,
-                        error_loc: 24,
-                    });
-                }
-                if signature.hca_generates_pi {
-                    (*req).transfer_len += (*req).metadata_len;
-                }
-                (*(*req).cmd).__bindgen_anon_1.rw.control = signature.control.to_le();
-                sig_attrs = Some(pi::sig_attrs(&signature));
-            }
-            let Ok(data) = request::alloc_sgls(req) else {
-                (*req).transfer_len = 0;
+        let req = &mut state.req;
+        req.set_transfer_len(len as usize);
+        if len == 0 {
+            return Ok(());
+        }
+        let mut sig_attrs = None;
+        let metadata_len = req.metadata_len();
+        if metadata_len != 0 {
+            let Some(signature) = self.signature(req, command) else {
+                req.set_transfer_len(0);
                 return Err(internal);
             };
-            (data, sig_attrs)
+            if signature.data_len(len as usize, metadata_len).is_none() {
+                // (the nvmet core would allocate a zero-length data buffer)
+                req.set_transfer_len(0);
+                return Err(wire::CommandError {
+                    status: status::INVALID_FIELD | status::DNR,
+                    error_loc: 24,
+                });
+            }
+            if signature.hca_generates_pi {
+                req.set_transfer_len(len as usize + metadata_len);
+            }
+            req.set_rw_control(signature.control);
+            sig_attrs = Some(pi::sig_attrs(&signature));
+        }
+        let Ok(data) = req.alloc_sgls() else {
+            req.set_transfer_len(0);
+            return Err(internal);
         };
         let remote = Remote { addr, rkey: key };
         let dir = if state.write {
@@ -157,9 +120,8 @@ impl Io {
             Ok(wrs) => state.n_rdma = wrs,
             Err((_, data)) => {
                 // (freed with the slot's release)
-                state.data = Some(data);
-                // SAFETY: as above.
-                unsafe { (*req).transfer_len = 0 };
+                keep_data(state, data);
+                state.req.set_transfer_len(0);
                 return Err(internal);
             }
         }
@@ -171,33 +133,16 @@ impl Io {
 
     /// The T10-PI signature of a read or write command on a namespace with PI; `None` if
     /// the QP cannot offload PI or the namespace's device has no usable integrity profile.
-    ///
-    /// # Safety
-    ///
-    /// `req` is initialised (its namespace looked up) and `command` is its capsule.
-    unsafe fn signature(
+    fn signature(
         &self,
-        req: *mut bindings::nvmet_req,
+        req: &Request,
         command: &[u8; COMMAND_SIZE],
     ) -> Option<protection::Signature> {
         if !self.integrity {
             return None;
         }
-        // SAFETY: a command with metadata has a block device namespace (the nvmet core
-        // sets `metadata_len` only for those), held by the request.
-        let (pi_type, integrity) = unsafe {
-            let ns = (*req).ns;
-            if ns.is_null() || (*ns).bdev.is_null() {
-                return None;
-            }
-            (
-                (*ns).pi_type,
-                bindings::rdma_rs_bdev_get_integrity((*ns).bdev),
-            )
-        };
-        // SAFETY: the profile, if any, lives as long as the namespace's device.
-        let interval_exp = unsafe { integrity.as_ref() }?.interval_exp;
-        protection::signature(command, u8::try_from(pi_type).ok()?, interval_exp)
+        let (pi_type, interval_exp) = req.ns_integrity()?;
+        protection::signature(command, pi_type, interval_exp)
     }
 
     /// The NVMe status of the PI checks of a command's signature context (0: passed), once
@@ -209,8 +154,28 @@ impl Io {
 
 /// Destroys the command's `rdma_rw` context (its transfer is done), keeping the data.
 pub(super) fn free_rw(state: &mut RspState) {
-    if let Some(data) = state.rw.as_mut().destroy() {
-        state.data = Some(data);
+    // SAFETY: every caller runs once the transfer is done: in the completion of its READ,
+    // of its WRITEs, or of the response SEND they were chained before; when the command
+    // ends without its transfer posted; or after the queue's QP was drained.
+    if let Some(data) = unsafe { state.rw.as_mut().destroy() } {
+        keep_data(state, data);
     }
     state.n_rdma = 0;
+}
+
+/// Keeps the command's data buffers in its state until its release frees them.
+fn keep_data(state: &mut RspState, data: DataSgls) {
+    if let Some(old) = state.data.replace(data) {
+        // (not expected: a command maps its buffers once)
+        pr_warn!("a command's data buffers were replaced; freeing the old ones\n");
+        state.req.free_sgls(old);
+    }
+}
+
+/// Destroys the command's `rdma_rw` context and frees its data buffer.
+pub(super) fn free_data(state: &mut RspState) {
+    free_rw(state);
+    if let Some(data) = state.data.take() {
+        state.req.free_sgls(data);
+    }
 }
