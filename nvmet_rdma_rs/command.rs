@@ -38,11 +38,10 @@ use crate::nvmet::{
 };
 use crate::queue::{Parked, Queue};
 use crate::rdma::{
-    bindings,
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, SendWr},
     rw::RwCtx,
-    CmId, Cqe, Device, DmaBuf,
+    CmId, Cqe, DmaBuf,
 };
 use crate::recv::RecvSlots;
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
@@ -63,13 +62,6 @@ use mapping::{free_data, free_rw};
 
 /// Bytes of an NVMe completion queue entry.
 pub(crate) const RESPONSE_SIZE: usize = 16;
-
-/// The `rdma_rw` MR factor for 1 MiB transfers on `device` (what the C transport sizes
-/// its QPs with).
-pub(crate) fn rw_mr_factor(device: &Device, port: u32) -> u32 {
-    // SAFETY: the device is registered; the call only reads its capabilities.
-    unsafe { bindings::rdma_rw_mr_factor(device.as_raw(), port, 256) }
-}
 
 /// What a response slot knows about its command, and what the command holds; touched only
 /// by the slot's current owner (see [`RspSlot::state`]).

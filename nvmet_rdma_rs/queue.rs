@@ -16,7 +16,7 @@ use crate::command::Io;
 use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, SqCq};
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
-    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, Pd, PollContext, QpCaps,
+    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, Pd, PollContext, QpCaps,
     SocketAddr,
 };
 use crate::send_wait::SendWaitList;
@@ -35,6 +35,11 @@ use kernel::{
 const CONNECTING: u8 = 0;
 const LIVE: u8 = 1;
 const DISCONNECTING: u8 = 2;
+
+/// Pages of the largest transfer a command may ask for (1 MiB: `MAX_MDTS` in `fabrics.rs`,
+/// `NVMET_RDMA_MAX_MDTS`): the QP's `rdma_rw` resources are sized for it, as the C
+/// transport's are.
+const MAX_TRANSFER_PAGES: u32 = 1 << 8;
 
 /// What an operator wants to know about a queue (debugfs `queues`).
 #[derive(Default)]
@@ -368,7 +373,8 @@ impl Queue {
             recv_wr: data.recv_queue_size,
             send_sge: send_sge.max(read_sge),
             recv_sge: 2,
-            rdma_ctxs: data.send_queue_size * crate::command::rw_mr_factor(device, id.port_num()),
+            rdma_ctxs: data.send_queue_size
+                * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
             vector: if data.qid == 0 {
                 0
             } else {

@@ -14,11 +14,13 @@
 
 use crate::queue::Queue;
 use crate::rdma::{
-    bindings, cqe::impl_has_cqe, qp_handle::QpHandle, sgl::PageSgl, Cqe, CqeHandler, Device,
-    DmaBuf, Srq, WorkCompletion,
+    cqe::impl_has_cqe,
+    qp_handle::{QpHandle, Range, RecvWr},
+    sgl::PageSgl,
+    Cqe, CqeHandler, Device, DmaBuf, Srq, WorkCompletion,
 };
 use crate::wire::COMMAND_SIZE;
-use kernel::{prelude::*, sync::Arc, types::Opaque};
+use kernel::{prelude::*, sync::Arc};
 
 /// In-capsule data is at most 16 KiB: four pages.
 pub(crate) const MAX_INLINE_PAGES: usize = 4;
@@ -27,8 +29,9 @@ pub(crate) const MAX_INLINE_PAGES: usize = 4;
 #[repr(C)]
 pub(crate) struct CmdSlot {
     cqe: Cqe<CmdSlot>,
-    wr: Opaque<bindings::ib_recv_wr>,
-    sge: Opaque<[bindings::ib_sge; 2]>,
+    /// The receive into the slot's capsule (and in-capsule data), once the slot is in
+    /// place (`RecvSlots::new`).
+    wr: Option<RecvWr>,
     /// The nvmet request's scatterlist for in-capsule data.
     pub(crate) sg: PageSgl<MAX_INLINE_PAGES>,
     /// The slot's number in its [`RecvSlots`].
@@ -100,8 +103,7 @@ impl RecvSlots {
             cmds.push(
                 CmdSlot {
                     cqe: Cqe::new(),
-                    wr: Opaque::zeroed(),
-                    sge: Opaque::zeroed(),
+                    wr: None,
                     sg: PageSgl::new(),
                     index,
                     queue: owner,
@@ -109,44 +111,31 @@ impl RecvSlots {
                 GFP_KERNEL,
             )?;
         }
-        let slots = Self {
+        for cmd in cmds.iter_mut() {
+            let index = cmd.index as usize;
+            let capsule = Range {
+                buf: &capsules,
+                offset: index * COMMAND_SIZE,
+                len: COMMAND_SIZE as u32,
+            };
+            let data = inline.get(index).map(|buf| Range {
+                buf,
+                offset: 0,
+                len: inline_size,
+            });
+            // SAFETY: the slots never move and live as long as the set, with the buffers
+            // (type invariant): a queue's own slots are posted on its QP, which the queue
+            // drains before it drops the set; shared slots on the SRQ, destroyed before the
+            // buffers are freed.
+            cmd.wr = Some(unsafe { RecvWr::new(&cmd.cqe, lkey, capsule, data)? });
+        }
+        Ok(Self {
             srq,
             capsules,
             inline,
             inline_size,
             cmds,
-        };
-        for cmd in &slots.cmds {
-            slots.prepare(cmd, lkey);
-        }
-        Ok(slots)
-    }
-
-    fn prepare(&self, cmd: &CmdSlot, lkey: u32) {
-        let index = cmd.index as usize;
-        let capsule = self.capsules.dma_addr(index * COMMAND_SIZE);
-        // SAFETY: the slot is not posted yet and never moves (invariant), so the pointers
-        // into it stay valid for the set's life.
-        unsafe {
-            let sge = &mut *cmd.sge.get();
-            sge[0] = bindings::ib_sge {
-                addr: capsule,
-                length: COMMAND_SIZE as u32,
-                lkey,
-            };
-            let wr = &mut *cmd.wr.get();
-            wr.__bindgen_anon_1.wr_cqe = cmd.cqe.as_raw();
-            wr.sg_list = sge.as_mut_ptr();
-            wr.num_sge = 1;
-            if let Some(data) = self.inline.get(index) {
-                sge[1] = bindings::ib_sge {
-                    addr: data.dma_addr(0),
-                    length: self.inline_size,
-                    lkey,
-                };
-                wr.num_sge = 2;
-            }
-        }
+        })
     }
 
     /// Slots in the set.
@@ -203,14 +192,10 @@ impl RecvSlots {
         if let Some(data) = self.inline.get(index as usize) {
             data.sync_range_for_device(0, self.inline_size as usize);
         }
+        let wr = slot.wr.as_ref().ok_or(EINVAL)?;
         match (&self.srq, qp) {
-            // SAFETY: the work request points into the slot and its buffers, which outlive
-            // the receive: the type invariant destroys the SRQ before they are freed, and
-            // only QPs of queues that hold the set consume from it.
-            (Some(srq), _) => unsafe { srq.post_recv(slot.wr.get()) },
-            // SAFETY: the slot never moves and lives as long as the set, which the queue
-            // that owns the QP holds until the QP was drained (`QpHandle`'s promise).
-            (None, Some(qp)) => unsafe { qp.post_recv_raw(slot.wr.get()) },
+            (Some(srq), _) => srq.post(wr),
+            (None, Some(qp)) => qp.post_recv(wr),
             (None, None) => Err(EINVAL),
         }
     }

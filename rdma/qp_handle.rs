@@ -3,8 +3,8 @@
 //! A handle on a QP for work requests whose completion entries are embedded in their
 //! poster's own objects ([`super::Cqe`]) rather than in the layer's heap records (see
 //! `qp.rs`): the data path of a transport, whose slots live as long as their queue, and
-//! its `rdma_rw` contexts ([`super::rw::RwCtx`]). Sends are prepared once ([`SendWr`]) and
-//! posted again for each message.
+//! its `rdma_rw` contexts ([`super::rw::RwCtx`]). Sends and receives are prepared once
+//! ([`SendWr`], [`RecvWr`]) and posted again for each message.
 
 use super::{
     bindings,
@@ -69,16 +69,12 @@ impl QpHandle {
         kernel::error::to_result(ret)
     }
 
-    /// Posts the receive work request `wr`.
-    ///
-    /// # Safety
-    ///
-    /// `wr` is valid for the call; its completion entry and the memory its entries point
-    /// to stay alive and in place until its completion ran or the QP was drained.
-    pub(crate) unsafe fn post_recv_raw(&self, wr: *const bindings::ib_recv_wr) -> Result {
+    /// Posts the receive `wr`.
+    pub(crate) fn post_recv(&self, wr: &RecvWr) -> Result {
         // SAFETY: the QP is live (type invariant); the provider copies `wr` before it
-        // returns; the rest is the caller's promise.
-        let ret = unsafe { bindings::rdma_rs_ib_post_recv(self.as_raw(), wr, ptr::null_mut()) };
+        // returns; its completion entry and buffers outlive it (`RecvWr`'s invariant).
+        let ret =
+            unsafe { bindings::rdma_rs_ib_post_recv(self.as_raw(), wr.as_ptr(), ptr::null_mut()) };
         kernel::error::to_result(ret)
     }
 
@@ -164,5 +160,91 @@ impl SendWr {
         self.wr.sg_list = &mut self.sge;
         self.wr.next = ptr::null_mut();
         &mut self.wr
+    }
+}
+
+/// A local buffer range for a prepared work request: `len` bytes at `offset` of `buf`.
+pub(crate) struct Range<'a> {
+    /// The buffer.
+    pub(crate) buf: &'a DmaBuf,
+    /// Where the range starts in it.
+    pub(crate) offset: usize,
+    /// Its length in bytes.
+    pub(crate) len: u32,
+}
+
+impl Range<'_> {
+    /// The scatter/gather entry of the range, registered with `lkey`; `EINVAL` past the
+    /// end of the buffer.
+    fn sge(&self, lkey: u32) -> Result<bindings::ib_sge> {
+        if self.offset.checked_add(self.len as usize).ok_or(EINVAL)? > self.buf.len() {
+            return Err(EINVAL);
+        }
+        Ok(bindings::ib_sge {
+            addr: self.buf.dma_addr(self.offset),
+            length: self.len,
+            lkey,
+        })
+    }
+}
+
+/// The request and entries of a [`RecvWr`], boxed so that the request's pointer to its
+/// entries stays valid wherever the `RecvWr` moves.
+struct RecvWrInner {
+    wr: bindings::ib_recv_wr,
+    sge: [bindings::ib_sge; 2],
+}
+
+/// A receive into one or two local buffer ranges whose completion runs a [`Cqe`]'s
+/// handler; made once and posted again for each message, on a QP ([`QpHandle::post_recv`])
+/// or an SRQ ([`super::Srq::post`]).
+///
+/// # Invariants
+///
+/// The boxed request's `sg_list` points at the box's own entries; the request is not
+/// changed after creation. The completion entry and the memory of the ranges stay alive and
+/// in place while the request is posted, until its completion ran or its QP or SRQ was
+/// drained or destroyed (the promise of [`RecvWr::new`]'s caller).
+pub(crate) struct RecvWr(KBox<RecvWrInner>);
+
+// SAFETY: the request is read-only after creation and only read when posted, from any CPU.
+unsafe impl Send for RecvWr {}
+// SAFETY: as above.
+unsafe impl Sync for RecvWr {}
+
+impl RecvWr {
+    /// A receive into `first` and, if given, `second` (both registered with `lkey`), whose
+    /// completion runs `T`'s handler `ID`. `EINVAL` for a range past the end of its buffer.
+    ///
+    /// # Safety
+    ///
+    /// The object that embeds `cqe`, and the ranges' memory, stay alive and in place while
+    /// the request is posted, until its completion ran or its QP or SRQ was drained or
+    /// destroyed.
+    pub(crate) unsafe fn new<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
+        cqe: &Cqe<T, ID>,
+        lkey: u32,
+        first: Range<'_>,
+        second: Option<Range<'_>>,
+    ) -> Result<Self> {
+        let mut sge = [bindings::ib_sge::default(); 2];
+        sge[0] = first.sge(lkey)?;
+        let mut num_sge = 1;
+        if let Some(second) = second {
+            sge[1] = second.sge(lkey)?;
+            num_sge = 2;
+        }
+        let mut wr = bindings::ib_recv_wr::default();
+        wr.__bindgen_anon_1.wr_cqe = cqe.as_raw();
+        wr.num_sge = num_sge;
+        let mut inner = KBox::new(RecvWrInner { wr, sge }, GFP_KERNEL)?;
+        inner.wr.sg_list = inner.sge.as_mut_ptr();
+        // INVARIANT: `sg_list` points into the box; the rest is the caller's promise.
+        Ok(Self(inner))
+    }
+
+    /// The request, for posting.
+    pub(super) fn as_ptr(&self) -> *const bindings::ib_recv_wr {
+        &self.0.wr
     }
 }

@@ -19,6 +19,7 @@ use super::{
     cqe::{Cqe, CqeHandler, HasCqe},
     qp_handle::{QpHandle, SendWr},
     signature::SigError,
+    Device,
 };
 use core::{pin::Pin, ptr};
 use kernel::{prelude::*, types::Opaque};
@@ -37,6 +38,14 @@ pub(crate) unsafe trait SgLists {
     /// The protection information's scatterlist and its number of entries (null and 0
     /// when there is none).
     fn metadata(&self) -> (*mut bindings::scatterlist, u32);
+}
+
+/// The MRs an `rdma_rw` transfer of up to `max_pages` pages needs on `port` of `device`
+/// (`rdma_rw_mr_factor`): what a QP's `rdma_rw` resources are sized by.
+pub(crate) fn mr_factor(device: &Device, port: u32, max_pages: u32) -> u32 {
+    // SAFETY: the device is registered (`Device`'s invariant); the call only reads its
+    // capabilities.
+    unsafe { bindings::rdma_rw_mr_factor(device.as_raw(), port, max_pages) }
 }
 
 /// Which way a transfer moves its data.

@@ -3,7 +3,7 @@
 //! Shared receive queues (`struct ib_srq`): one pool of posted receives that several QPs
 //! of a protection domain consume from.
 
-use super::{bindings, Pd};
+use super::{bindings, qp_handle::RecvWr, Pd};
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc};
 
@@ -59,16 +59,13 @@ impl Srq {
         self.max_wr
     }
 
-    /// Posts the receive work request `wr`.
-    ///
-    /// # Safety
-    ///
-    /// `wr` (its scatter list and `wr_cqe`) stays valid and untouched until its completion
-    /// was handled or the SRQ is destroyed.
-    pub(crate) unsafe fn post_recv(&self, wr: *const bindings::ib_recv_wr) -> Result {
-        // SAFETY: the SRQ is live (invariant); the caller vouches for `wr`.
-        let ret =
-            unsafe { bindings::rdma_rs_ib_post_srq_recv(self.as_raw(), wr, core::ptr::null_mut()) };
+    /// Posts the receive `wr`.
+    pub(crate) fn post(&self, wr: &RecvWr) -> Result {
+        // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it returns;
+        // its completion entry and buffers outlive it (`RecvWr`'s invariant).
+        let ret = unsafe {
+            bindings::rdma_rs_ib_post_srq_recv(self.as_raw(), wr.as_ptr(), core::ptr::null_mut())
+        };
         kernel::error::to_result(ret)
     }
 }
