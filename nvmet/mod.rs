@@ -22,6 +22,7 @@
 // A binding layer: the one place (with `rdma/`) where `unsafe` belongs.
 #![allow(unsafe_code)]
 
+pub(crate) mod abi;
 pub(crate) mod ctrl;
 pub(crate) mod port;
 pub(crate) mod request;
@@ -33,6 +34,6 @@ pub(crate) use ctrl::{Ctrl, CtrlId};
 pub(crate) use port::{EnabledPort, PortConfig};
 pub(crate) use request::{HasRequest, Request};
 pub(crate) use sq::{HasSqCq, SqCq};
-pub(crate) use transport::{Registration, Transport};
+pub(crate) use transport::{OpsRef, Registration, Transport};
 
 use crate::rdma::bindings;

@@ -11,15 +11,15 @@
 //! `&mut` while it does. The request itself remembers whether it is started and not handed
 //! over yet, so that a hand-over happens once per start.
 
-use super::{bindings, sq::SqEntered, EnabledPort};
+use super::{
+    abi::{COMMAND_SIZE, COMPLETION_SIZE},
+    bindings,
+    sq::SqEntered,
+    EnabledPort, OpsRef,
+};
 use crate::rdma::{rw::SgLists, DmaBuf};
 use core::ptr::NonNull;
 use kernel::{prelude::*, types::Opaque};
-
-/// Bytes of an NVMe command (a capsule's first part).
-const COMMAND_SIZE: usize = 64;
-/// Bytes of an NVMe completion queue entry.
-const COMPLETION_SIZE: usize = 16;
 
 /// The nvmet core's request for one command: embedded in the transport's object for a
 /// command in flight (named with [`impl_has_request!`]), which never moves while the
@@ -51,11 +51,16 @@ impl Request {
     }
 
     /// Points the request at where the core writes its completion: the 16 bytes at
-    /// `offset` of `responses`, which must stay allocated while the request is started
-    /// (see [`Request::init`]); and, with `p2p_client`, lets the core place data in a
+    /// `offset` of `responses`; and, with `p2p_client`, lets the core place data in a
     /// namespace's PCI peer-to-peer memory for that device. `EINVAL` past the end of the
     /// buffer.
-    pub(crate) fn set_response(
+    ///
+    /// # Safety
+    ///
+    /// `responses` stays allocated as long as the request (its completion is read and
+    /// written through [`Request::status`] and [`Request::set_status`], and by the core);
+    /// `p2p_client` is null or a device that outlives the request.
+    pub(crate) unsafe fn set_response(
         &mut self,
         responses: &DmaBuf,
         offset: usize,
@@ -65,9 +70,9 @@ impl Request {
             return Err(EINVAL);
         }
         let cqe = responses.cpu_ptr(offset)?;
-        // SAFETY: `&mut self`: the request is not in the core's hands (a started request
-        // is only handed over through `&mut self` and comes back the same way); these
-        // fields are read by the core only once the request is started.
+        // SAFETY: `&mut self`: the request is the caller's; the core reads these fields
+        // only once the request is started. (Their validity: the function's safety
+        // section.)
         unsafe {
             (*self.raw()).cqe = cqe.cast();
             (*self.raw()).p2p_client = p2p_client.unwrap_or(core::ptr::null_mut());
@@ -77,9 +82,10 @@ impl Request {
 
     /// Starts the request for the command at `offset` of `capsules`, which arrived on
     /// `port` for the queue of `sq` (entered: the queue is not being destroyed while the
-    /// core parses the command); `ops` is the transport's registered table. `false` if the
-    /// core refused the command: it completed the request already (its `queue_response`
-    /// ran), and the request is not started.
+    /// core parses the command); `ops` is the transport's registered table. `Ok(false)` if
+    /// the core refused the command: it completed the request already (its
+    /// `queue_response` ran, from inside this call), and the request is not started.
+    /// `EINVAL` if the command is not inside `capsules` (nothing ran).
     ///
     /// # Safety
     ///
@@ -88,33 +94,41 @@ impl Request {
     /// alive and in place, until the request ended (its `queue_response` returned, or
     /// [`Request::uninit`]); `port` stays registered as long; `ops` is the transport's table,
     /// whose `Request` type embeds this request.
+    ///
+    /// The core's `queue_response` may run from inside this call and from inside the
+    /// hand-overs ([`Request::execute`], [`Request::complete`]), and reach the request's
+    /// owner again (`HasRequest`): the caller does not use the request or its owner's state
+    /// after a refused start or a hand-over, until that `queue_response` ran. (The `&mut`
+    /// the caller holds meanwhile is not `noalias`: the request is `!Unpin`, through
+    /// `Opaque`, and so is any state that embeds it.)
     pub(crate) unsafe fn init(
         &mut self,
         capsules: &DmaBuf,
         offset: usize,
         sq: &SqEntered<'_>,
         port: &EnabledPort,
-        ops: *const bindings::nvmet_fabrics_ops,
-    ) -> bool {
+        ops: OpsRef,
+    ) -> Result<bool> {
         if offset
             .checked_add(COMMAND_SIZE)
             .is_none_or(|end| end > capsules.len())
         {
-            return false;
+            return Err(EINVAL);
         }
-        let Ok(cmd) = capsules.cpu_ptr(offset) else {
-            return false;
-        };
+        let cmd = capsules.cpu_ptr(offset)?;
         // SAFETY: the request is not in the core's hands (`&mut self`, not started); the
         // rest is the caller's promise (function's safety section).
         let accepted = unsafe {
             (*self.raw()).cmd = cmd.cast();
             (*self.raw()).port = port.as_raw();
-            bindings::nvmet_req_init(self.raw(), sq.sq(), ops)
+            bindings::nvmet_req_init(self.raw(), sq.sq(), ops.as_raw())
         };
-        // INVARIANT: started if the core accepted it.
-        self.owned = accepted;
-        accepted
+        if accepted {
+            // INVARIANT: started. (Not written when refused: it was false already, and the
+            // slot may be someone else's by now.)
+            self.owned = true;
+        }
+        Ok(accepted)
     }
 
     /// Hands a started request back to the core: `None` if it is not started (or handed
@@ -136,10 +150,12 @@ impl Request {
             return;
         };
         // SAFETY: the request was started (`hand_over`) and is the caller's; `execute` was
-        // set by `nvmet_req_init`'s parsing.
+        // set by `nvmet_req_init`'s parsing (never left unset for an accepted command; if
+        // it were, the request is completed as failed rather than left hanging).
         unsafe {
-            if let Some(execute) = (*req).execute {
-                execute(req);
+            match (*req).execute {
+                Some(execute) => execute(req),
+                None => bindings::nvmet_req_complete(req, bindings::NVME_SC_INTERNAL as u16),
             }
         }
     }
@@ -220,6 +236,9 @@ impl Request {
     /// Sets the `control` field of a read or write command (the PRINFO bits the T10-PI
     /// offload chose), for the backend.
     pub(crate) fn set_rw_control(&mut self, control: u16) {
+        if !self.owned {
+            return;
+        }
         // SAFETY: the command is the request's while it is started (`init`'s contract).
         unsafe {
             let cmd = (*self.raw()).cmd;
@@ -230,8 +249,12 @@ impl Request {
     }
 
     /// The PI type of the request's namespace and the log2 of its block device's
-    /// integrity interval; `None` without a block device namespace or integrity profile.
+    /// integrity interval; `None` without a block device namespace or integrity profile,
+    /// or unless the request is started (once it ended, the core has put the namespace).
     pub(crate) fn ns_integrity(&self) -> Option<(u8, u8)> {
+        if !self.owned {
+            return None;
+        }
         // SAFETY: a started request holds a reference on its namespace (if any), and the
         // namespace on its block device; the profile lives as long as that device.
         unsafe {

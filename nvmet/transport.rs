@@ -100,6 +100,23 @@ struct PortEntry<T: Transport> {
     data: Option<T::Port>,
 }
 
+/// The address of a transport's ops table ([`Ops::handle`]), which its requests name when
+/// they start ([`super::Request::init`]).
+#[derive(Clone, Copy)]
+pub(crate) struct OpsRef(*const bindings::nvmet_fabrics_ops);
+
+// SAFETY: an address, only passed to the core.
+unsafe impl Send for OpsRef {}
+// SAFETY: as above.
+unsafe impl Sync for OpsRef {}
+
+impl OpsRef {
+    /// The table.
+    pub(super) fn as_raw(self) -> *const bindings::nvmet_fabrics_ops {
+        self.0
+    }
+}
+
 /// A transport's ops table, built once and not yet registered: its address is what the
 /// transport passes to `nvmet_req_init`, and it stays put when it moves into a
 /// [`Registration`].
@@ -157,9 +174,15 @@ impl<T: Transport> Ops<T> {
         })
     }
 
-    /// The table, for `nvmet_req_init`.
+    /// The table, for the core's calls.
     pub(crate) fn as_raw(&self) -> *const bindings::nvmet_fabrics_ops {
         &*self.table
+    }
+
+    /// A handle on the table for [`super::Request::init`], valid wherever the table moves
+    /// (it is boxed).
+    pub(crate) fn handle(&self) -> OpsRef {
+        OpsRef(self.as_raw())
     }
 
     /// `add_port`.

@@ -266,17 +266,17 @@ impl Io {
             } = rsp;
             let state = state.get_mut();
             // SAFETY: the slots never move and live, with the response buffer, as long as
-            // the queue, which drains its QP before it drops them (type invariant).
+            // the queue, which drains its QP before it drops them (type invariant); the
+            // device outlives the queue's verbs. (`p2p_client`, the device if it can reach
+            // PCI peer-to-peer memory, lets the nvmet core place keyed data in a
+            // namespace's P2P memory, `use_p2pmem`, as the C transport allows.)
             unsafe {
                 let len = RESPONSE_SIZE as u32;
                 let send = SendWr::new(send_cqe, &io.responses, offset, len, lkey, inline)?;
                 state.send = Some(send);
                 state.rw.as_mut().set_completions(read_cqe, write_cqe);
+                state.req.set_response(&io.responses, offset, p2p_client)?;
             }
-            // (`p2p_client`, the device if it can reach PCI peer-to-peer memory, lets the
-            // nvmet core place keyed data in a namespace's P2P memory, `use_p2pmem`, as
-            // the C transport allows)
-            state.req.set_response(&io.responses, offset, p2p_client)?;
         }
         Ok(io)
     }
@@ -360,8 +360,9 @@ impl Io {
         // the slot live as long as the queue, which drains its slots before it goes; the
         // port stays registered while the queue exists (the core flushes `nvmet_wq`, where
         // queues are released, before it frees a port); the ops are the target's, whose
-        // `Transport::Request` is `RspSlot` (`impl_has_request!`).
-        let accepted = unsafe {
+        // `Transport::Request` is `RspSlot` (`impl_has_request!`); `state` is not used
+        // after a refusal or a hand-over.
+        let started = unsafe {
             state.req.init(
                 capsules,
                 offset,
@@ -371,9 +372,19 @@ impl Io {
             )
         };
         queue.stats.commands.fetch_add(1, Relaxed);
-        if !accepted {
+        match started {
+            Ok(true) => {}
             // The core completed the request already (through `queue_response`).
-            return;
+            Ok(false) => return,
+            Err(_) => {
+                // (not expected: the capsule was read above)
+                pr_err!("cannot start the command in receive slot {cmd_index}; ending the queue\n");
+                self.return_recv(state);
+                state.in_use = false;
+                queue.free_slot(rsp.index);
+                queue.close(c"command start failure");
+                return;
+            }
         }
         let mapped = wire::data_pointer(&command).and_then(|pointer| match pointer {
             DataPointer::InCapsule { offset, len } => {

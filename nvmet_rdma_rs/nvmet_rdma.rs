@@ -39,7 +39,8 @@ use kernel::{
     prelude::*,
     sync::Arc,
 };
-use rdma::{bindings, ClientRegistration, DeviceLog, DEVICE_LOG};
+use nvmet::abi;
+use rdma::{signature, ClientRegistration, DeviceLog, DEVICE_LOG};
 use target::Target;
 
 module! {
@@ -51,31 +52,30 @@ module! {
     alias: ["nvmet-transport-1"],
 }
 
-// The bindings agree with the NVMe-oF specification and with `wire`.
-const _: () = assert!(bindings::NVMF_TRTYPE_RDMA == 1);
-const _: () = assert!(size_of::<bindings::nvme_command>() == wire::COMMAND_SIZE);
-const _: () = assert!(size_of::<bindings::nvme_completion>() == 16);
-const _: () = assert!(size_of::<bindings::nvme_rdma_cm_req>() == wire::ConnectData::LEN);
-const _: () = assert!(bindings::NVME_AQ_DEPTH == wire::ADMIN_QUEUE_DEPTH);
-const _: () = assert!(bindings::NVME_SC_SGL_INVALID_TYPE == wire::status::SGL_INVALID_TYPE as u32);
-const _: () = assert!(bindings::NVME_STATUS_DNR == wire::status::DNR as u32);
+// The C headers agree with the NVMe-oF specification and with `wire`...
+const _: () = assert!(nvmet::transport::trtype::RDMA == 1);
+const _: () = assert!(abi::COMMAND_SIZE == wire::COMMAND_SIZE);
+const _: () = assert!(abi::COMPLETION_SIZE == 16);
+const _: () = assert!(abi::RDMA_CM_REQ_SIZE == wire::ConnectData::LEN);
+const _: () = assert!(abi::ADMIN_QUEUE_DEPTH == wire::ADMIN_QUEUE_DEPTH);
+const _: () = assert!(abi::status::SGL_INVALID_TYPE == wire::status::SGL_INVALID_TYPE as u32);
+const _: () = assert!(abi::status::DNR == wire::status::DNR as u32);
 // ... and with `protection`.
-const _: () = assert!(bindings::NVME_RW_PRINFO_PRACT == protection::control::PRACT as u32);
-const _: () = assert!(bindings::NVME_RW_PRINFO_PRCHK_REF == protection::control::PRCHK_REF as u32);
-const _: () = assert!(bindings::NVME_RW_PRINFO_PRCHK_APP == protection::control::PRCHK_APP as u32);
-const _: () =
-    assert!(bindings::NVME_RW_PRINFO_PRCHK_GUARD == protection::control::PRCHK_GUARD as u32);
-const _: () = assert!(bindings::IB_SIG_CHECK_GUARD == protection::check::GUARD as u32);
-const _: () = assert!(bindings::IB_SIG_CHECK_APPTAG == protection::check::APPTAG as u32);
-const _: () = assert!(bindings::IB_SIG_CHECK_REFTAG == protection::check::REFTAG as u32);
-const _: () = assert!(bindings::NVME_SC_GUARD_CHECK == protection::status::GUARD_CHECK as u32);
-const _: () = assert!(bindings::NVME_SC_APPTAG_CHECK == protection::status::APPTAG_CHECK as u32);
-const _: () = assert!(bindings::NVME_SC_REFTAG_CHECK == protection::status::REFTAG_CHECK as u32);
-const _: () = assert!(bindings::NVME_SC_INVALID_PI == protection::status::INVALID_PI as u32);
-const _: () = assert!(bindings::NVME_NS_DPS_PI_TYPE3 == protection::PI_TYPE3 as u32);
-const _: () = assert!(bindings::ib_sig_err_type_IB_SIG_BAD_GUARD == 0);
-const _: () = assert!(bindings::ib_sig_err_type_IB_SIG_BAD_REFTAG == 1);
-const _: () = assert!(bindings::ib_sig_err_type_IB_SIG_BAD_APPTAG == 2);
+const _: () = assert!(abi::prinfo::PRACT == protection::control::PRACT as u32);
+const _: () = assert!(abi::prinfo::PRCHK_REF == protection::control::PRCHK_REF as u32);
+const _: () = assert!(abi::prinfo::PRCHK_APP == protection::control::PRCHK_APP as u32);
+const _: () = assert!(abi::prinfo::PRCHK_GUARD == protection::control::PRCHK_GUARD as u32);
+const _: () = assert!(signature::check::GUARD == protection::check::GUARD);
+const _: () = assert!(signature::check::APPTAG == protection::check::APPTAG);
+const _: () = assert!(signature::check::REFTAG == protection::check::REFTAG);
+const _: () = assert!(abi::status::GUARD_CHECK == protection::status::GUARD_CHECK as u32);
+const _: () = assert!(abi::status::APPTAG_CHECK == protection::status::APPTAG_CHECK as u32);
+const _: () = assert!(abi::status::REFTAG_CHECK == protection::status::REFTAG_CHECK as u32);
+const _: () = assert!(abi::status::INVALID_PI == protection::status::INVALID_PI as u32);
+const _: () = assert!(abi::PI_TYPE3 == protection::PI_TYPE3 as u32);
+const _: () = assert!(signature::error_type::BAD_GUARD == 0);
+const _: () = assert!(signature::error_type::BAD_REFTAG == 1);
+const _: () = assert!(signature::error_type::BAD_APPTAG == 2);
 
 /// debugfs `ports`: one line per enabled port.
 fn show_ports(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -125,7 +125,7 @@ impl kernel::Module for NvmetRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let devices = DEVICE_LOG.register()?;
         let ops = nvmet::transport::Ops::<NvmetRdma>::new(module)?;
-        let target = Target::install(ops.as_raw())?;
+        let target = Target::install(ops.handle())?;
         // Until the module is loaded, a failure leaves nothing installed.
         let loaded = (|| -> Result<_> {
             // Registered after the device log, so removed before it: a device's queues

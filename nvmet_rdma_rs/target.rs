@@ -7,6 +7,7 @@
 // it there is under way (issue 15).
 #![allow(unsafe_code)]
 
+use crate::nvmet::OpsRef;
 use crate::port::{Port, BACKLOG};
 use crate::queue::Queue;
 use crate::rdma::{Device, OwnedQueue};
@@ -43,17 +44,14 @@ pub(crate) struct Target {
     removing_any: AtomicUsize,
     next_queue: AtomicU32,
     workqueue: OwnedQueue,
-    /// The transport's ops table, for `nvmet_req_init` (stable: boxed, registered until
-    /// unload).
-    ops: usize,
+    /// The transport's ops table, for starting requests (registered until unload).
+    ops: OpsRef,
 }
 
 impl Target {
     /// Creates the state for the transport with ops table `ops` and makes it what
     /// [`Target::get`] finds.
-    pub(crate) fn install(
-        ops: *const crate::rdma::bindings::nvmet_fabrics_ops,
-    ) -> Result<Arc<Self>> {
+    pub(crate) fn install(ops: OpsRef) -> Result<Arc<Self>> {
         // SAFETY: called once, at module load, before anything uses `TARGET`.
         unsafe { TARGET.init() };
         let workqueue = OwnedQueue::new(c"nvmet_rdma_rs")?;
@@ -67,7 +65,7 @@ impl Target {
                 removing_any: AtomicUsize::new(0),
                 next_queue: AtomicU32::new(1),
                 workqueue,
-                ops: ops as usize,
+                ops,
             }),
             GFP_KERNEL,
         )?;
@@ -86,8 +84,8 @@ impl Target {
     }
 
     /// The transport's ops table.
-    pub(crate) fn ops(&self) -> *const crate::rdma::bindings::nvmet_fabrics_ops {
-        self.ops as *const _
+    pub(crate) fn ops(&self) -> OpsRef {
+        self.ops
     }
 
     /// The workqueue for queue setup and release.

@@ -18,7 +18,7 @@ use super::{
     bindings,
     cqe::{Cqe, CqeHandler, HasCqe},
     qp_handle::{QpHandle, SendWr},
-    signature::SigError,
+    signature::{SigAttrs, SigError},
     Device,
 };
 use core::{pin::Pin, ptr};
@@ -180,7 +180,7 @@ impl<S: SgLists> RwCtx<S> {
         lists: S,
         remote: Remote,
         dir: Direction,
-        sig_attrs: Option<&mut bindings::ib_sig_attrs>,
+        sig_attrs: Option<&mut SigAttrs>,
     ) -> Result<u32, (Error, S)> {
         // SAFETY: `mapping` is not structurally pinned; only `ctx` is.
         let this = unsafe { self.get_unchecked_mut() };
@@ -204,7 +204,7 @@ impl<S: SgLists> RwCtx<S> {
                         sg_cnt,
                         prot_sg,
                         prot_cnt,
-                        attrs,
+                        attrs.as_mut_ptr(),
                         remote.addr,
                         remote.rkey,
                         dir.dma(),
@@ -268,8 +268,8 @@ impl<S: SgLists> RwCtx<S> {
         let first = unsafe {
             bindings::rdma_rw_ctx_wrs(this.ctx.get(), qp.as_raw(), qp.port_num(), cqe, chain)
         };
-        // INVARIANT: the caller posts them now; a failed post leaves nothing in flight, but
-        // the context is not posted again either (it goes with its queue).
+        // INVARIANT: the caller posts them now. (A failed post may have posted part of the
+        // chain: the context is not posted again, and is destroyed once its QP is drained.)
         this.posted = true;
         Ok((first, qp))
     }

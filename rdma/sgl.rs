@@ -22,7 +22,8 @@ impl<const N: usize> PageSgl<N> {
 
     /// Points the list at `len` bytes at `offset` of `buf` (page-aligned), one entry per
     /// page they touch, and returns it with its number of entries. `EINVAL` for nothing
-    /// (`len` 0), past the end of `buf`, or for more than `N` pages.
+    /// (`len` 0), past the end of `buf`, for more than `N` pages, or if `buf` does not
+    /// start on a page.
     ///
     /// # Safety
     ///
@@ -41,6 +42,9 @@ impl<const N: usize> PageSgl<N> {
         let (first_page, page_offset) = (offset / PAGE_SIZE, offset % PAGE_SIZE);
         let count = (page_offset + len).div_ceil(PAGE_SIZE);
         if count > N {
+            return Err(EINVAL);
+        }
+        if buf.cpu_ptr(0)?.addr() % PAGE_SIZE != 0 {
             return Err(EINVAL);
         }
         let sg = self.0.get().cast::<bindings::scatterlist>();
