@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A CM id's QP and the verbs objects under it (CQ, PD, SRQ): creation with the sizes a
+//! user asks for, handles for posting, and the drain before the QP goes.
+
+use super::{to_result, CmHandler, CmId};
+use crate::rdma::{
+    bindings,
+    qp::{Local, Qp, QpRecords},
+    qp_handle::QpHandle,
+    Cq, DmaBuf, Pd, Srq,
+};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// Sizes of a QP.
+#[derive(Clone, Copy)]
+pub(crate) struct QpCaps {
+    /// Send queue depth.
+    pub(crate) send_wr: u32,
+    /// Receive queue depth.
+    pub(crate) recv_wr: u32,
+    /// Scatter/gather entries per send and per receive work request.
+    pub(crate) send_sge: u32,
+    /// As `send_sge`, for receives.
+    pub(crate) recv_sge: u32,
+    /// `rdma_rw` contexts the QP must be able to run at once (0: the QP does not use
+    /// `rdma_rw`); the RDMA core grows the send queue and MR pool for them.
+    pub(crate) rdma_ctxs: u32,
+    /// The completion vector of the QP's CQ.
+    pub(crate) vector: u32,
+    /// Share a CQ of the device's pool with other QPs ([`Cq::from_pool`]) instead of
+    /// allocating one.
+    pub(crate) shared_cq: bool,
+    /// The QP offloads T10-PI (`IB_QP_CREATE_INTEGRITY_EN`): its `rdma_rw` contexts may
+    /// use signature MRs. Only on a device that [supports it](Device::supports_integrity).
+    pub(crate) integrity: bool,
+    /// Bytes a send should be able to carry inline (`IB_SEND_INLINE`, copied at post
+    /// time); a device that offers fewer gets a QP without inline sends (see
+    /// [`CmId::max_inline_data`]).
+    pub(crate) inline_data: u32,
+}
+
+impl QpCaps {
+    /// `send_wr` and `recv_wr` deep, one SGE each way, no `rdma_rw`, vector 0, a CQ of
+    /// its own.
+    pub(crate) const fn new(send_wr: u32, recv_wr: u32) -> Self {
+        Self {
+            send_wr,
+            recv_wr,
+            send_sge: 1,
+            recv_sge: 1,
+            rdma_ctxs: 0,
+            vector: 0,
+            shared_cq: false,
+            integrity: false,
+            inline_data: 0,
+        }
+    }
+}
+
+/// The verbs objects under a CM id's QP, freed after the QP (field order matters).
+pub(super) struct Verbs {
+    cq: Cq,
+    /// The QP's PD: its own, or the one of the SRQ it shares with other QPs. MRs on it
+    /// hold a reference too, so it outlives them even when the QP goes first.
+    pd: Arc<Pd>,
+    /// The SRQ the QP receives from, if any (kept alive until the QP is gone).
+    srq: Option<Arc<Srq>>,
+    /// The QP was drained: once is enough, and on an SRQ a second `ib_drain_qp` would
+    /// wait a minute for an `IB_EVENT_QP_LAST_WQE_REACHED` that came already.
+    drained: AtomicBool,
+    /// Bytes a send may carry inline, as the device granted.
+    inline_data: u32,
+    /// The QP's posting gate and records of failed requests, kept until the CQ is gone
+    /// (declared after it); boxed so that it does not move while records point to it.
+    pub(super) records: Pin<KBox<QpRecords>>,
+}
+
+impl Verbs {
+    /// Drains the QP of `id` unless done before.
+    ///
+    /// # Safety
+    ///
+    /// `id` owns these verbs and its QP exists; the caller runs in process context, not in
+    /// a completion callback of the QP's CQ.
+    pub(super) unsafe fn drain(&self, id: *mut bindings::rdma_cm_id) {
+        if !self.drained.swap(true, Ordering::AcqRel) {
+            // Nothing may be posted behind the drain's marker: it would never complete.
+            self.records.close();
+            // SAFETY: see the function's safety section.
+            unsafe { bindings::ib_drain_qp((*id).qp) };
+        }
+    }
+}
+
+impl<T: CmHandler> CmId<T> {
+    /// Creates the QP (RC, every request signalled) with `caps` on a CQ and the given
+    /// PD, and returns the send queue depth the device granted (with `rdma_ctxs`, more
+    /// than asked). Fails with `EEXIST` if the id has a QP already, `ENODEV` if it is not
+    /// bound to a device yet.
+    pub(crate) fn create_qp(
+        &mut self,
+        pd: Arc<Pd>,
+        caps: QpCaps,
+        poll: crate::rdma::PollContext,
+    ) -> Result<u32> {
+        self.create_qp_with(pd, None, caps, poll)
+    }
+
+    /// As [`CmId::create_qp`], for a QP whose receives come from `srq` (and which shares
+    /// its PD): `caps.recv_wr` then only sizes the CQ, for the receive completions the QP
+    /// may take at once.
+    pub(crate) fn create_qp_on_srq(
+        &mut self,
+        srq: &Arc<Srq>,
+        caps: QpCaps,
+        poll: crate::rdma::PollContext,
+    ) -> Result<u32> {
+        self.create_qp_with(srq.pd().clone(), Some(srq.clone()), caps, poll)
+    }
+
+    fn create_qp_with(
+        &mut self,
+        pd: Arc<Pd>,
+        srq: Option<Arc<Srq>>,
+        caps: QpCaps,
+        poll: crate::rdma::PollContext,
+    ) -> Result<u32> {
+        if self.verbs.is_some() {
+            return Err(EEXIST);
+        }
+        let device = self.device().ok_or(ENODEV)?;
+        let records = KBox::pin_init(QpRecords::new(), GFP_KERNEL)?;
+        // Every work request the QP can hold: soft providers (rxe, siw) complete each
+        // flushed one, signalled or not, so a teardown under load can have them all
+        // pending at once. The RDMA core adds send queue entries for the `rdma_rw`
+        // contexts (one transfer each, plus a registration and an invalidation where the
+        // device reads through MRs or the QP offloads T10-PI), as `rdma_rw_max_send_wr`
+        // tells. One extra entry each for the drain markers `ib_drain_qp` posts.
+        let create_flags = if caps.integrity {
+            u32::try_from(bindings::ib_qp_create_flags_IB_QP_CREATE_INTEGRITY_EN).unwrap_or(0)
+        } else {
+            0
+        };
+        // SAFETY: the device is registered (the id is bound to it); a pure computation.
+        let rw_wrs = unsafe {
+            bindings::rdma_rw_max_send_wr(
+                device.as_raw(),
+                self.port_num(),
+                caps.rdma_ctxs,
+                create_flags,
+            )
+        };
+        let entries = caps
+            .send_wr
+            .saturating_add(rw_wrs)
+            .saturating_add(caps.recv_wr)
+            .saturating_add(2);
+        let cq = if caps.shared_cq {
+            Cq::from_pool(device, entries, caps.vector, poll)?
+        } else {
+            Cq::new(device, entries, caps.vector, poll)?
+        };
+        // SAFETY: all-zeroes is a valid, empty QP attribute set.
+        let mut attr: bindings::ib_qp_init_attr = unsafe { core::mem::zeroed() };
+        attr.send_cq = cq.as_raw();
+        attr.recv_cq = cq.as_raw();
+        attr.cap.max_send_wr = caps.send_wr + 1;
+        match &srq {
+            Some(srq) => attr.srq = srq.as_raw(),
+            None => attr.cap.max_recv_wr = caps.recv_wr + 1,
+        }
+        attr.cap.max_send_sge = caps.send_sge;
+        attr.cap.max_recv_sge = caps.recv_sge;
+        attr.cap.max_rdma_ctxs = caps.rdma_ctxs;
+        attr.port_num = self.port_num();
+        attr.sq_sig_type = bindings::ib_sig_type_IB_SIGNAL_REQ_WR;
+        attr.qp_type = bindings::ib_qp_type_IB_QPT_RC;
+        if caps.integrity {
+            // (bindgen types the enum as `int` or `unsigned int` depending on the module's
+            // other headers: `try_from` fits either.)
+            attr.create_flags |=
+                u32::try_from(bindings::ib_qp_create_flags_IB_QP_CREATE_INTEGRITY_EN).unwrap_or(0);
+        }
+        attr.event_handler = Some(qp_event);
+        attr.qp_context = self.raw().cast();
+        attr.cap.max_inline_data = caps.inline_data;
+        let requested = attr;
+        let create = |attr: &mut bindings::ib_qp_init_attr| {
+            // SAFETY: the id is live and bound to the device PD and CQ belong to; `attr`
+            // is valid for the call. The QP's context is the id, which outlives the QP
+            // (`Drop` destroys the QP first).
+            // (An SRQ belongs to the PD given here: `create_qp_on_srq` passes the SRQ's.)
+            to_result(unsafe { bindings::rdma_create_qp(self.raw(), pd.as_raw(), attr) })
+        };
+        if let Err(error) = create(&mut attr) {
+            if caps.inline_data == 0 || error != EINVAL {
+                return Err(error);
+            }
+            // Inline sends are an optimisation: a device that refuses the size (`EINVAL`)
+            // gets a QP without them.
+            attr = requested;
+            attr.cap.max_inline_data = 0;
+            create(&mut attr)?;
+        }
+        // RDMA CM records the QPs it creates under its own name ("rdma_cm", for every
+        // kernel user); name this one after the module that owns it, as its id, PD and CQ
+        // are, so that `rdma res show qp` tells whose it is.
+        // SAFETY: `rdma_create_qp` succeeded, so the id's QP is live and this id owns it;
+        // the name is a `'static` C string of this module, which destroys its QPs before
+        // it unloads (`rdma_restrack_del` waits for readers), as the id's own name
+        // already requires. The QP is published to `rdma res` readers already, so the
+        // store is a volatile one (the kernel's WRITE_ONCE): a reader sees the old
+        // pointer or the new one, both valid strings.
+        unsafe {
+            core::ptr::write_volatile(
+                &raw mut (*(*self.raw()).qp).res.kern_name,
+                crate::MODULE_NAME.as_char_ptr(),
+            )
+        };
+        self.verbs = Some(Verbs {
+            cq,
+            pd,
+            srq,
+            drained: AtomicBool::new(false),
+            inline_data: attr.cap.max_inline_data,
+            records,
+        });
+        Ok(attr.cap.max_send_wr)
+    }
+
+    /// The handler of the id that owns `qp`: for completions that do not say which
+    /// connection they belong to (receives taken from an SRQ).
+    ///
+    /// # Safety
+    ///
+    /// `qp` was created by [`CmId::create_qp`] or [`CmId::create_qp_on_srq`] on a
+    /// `CmId<T>` that stays alive (with its QP) for `'a`.
+    pub(crate) unsafe fn handler_of_qp<'a>(qp: *mut bindings::ib_qp) -> &'a T {
+        // SAFETY: the QP's context is its id (see `create_qp_with`), whose context is the
+        // `Arc<T>` it owns; both live for `'a` by the caller's promise.
+        unsafe {
+            let id = (*qp).qp_context.cast::<bindings::rdma_cm_id>();
+            &*(*id).context.cast::<T>()
+        }
+    }
+
+    /// A handle on the QP for work requests with embedded completion entries and for
+    /// `rdma_rw` contexts; `None` before [`CmId::create_qp`].
+    ///
+    /// # Safety
+    ///
+    /// The caller uses the handle, its clones and the contexts mapped through them only
+    /// while this id's QP lives (until the id is dropped).
+    pub(crate) unsafe fn qp_handle(&self) -> Option<QpHandle> {
+        self.verbs.as_ref()?;
+        // SAFETY: the id is live and `verbs` says it has a QP.
+        let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
+        // SAFETY: the QP lives until `Drop` destroys it; the rest is the caller's promise.
+        Some(unsafe { QpHandle::new(qp, self.port_num()) })
+    }
+
+    /// The QP, once created.
+    pub(crate) fn qp(&self) -> Option<Qp<'_>> {
+        let verbs = self.verbs.as_ref()?;
+        // SAFETY: the id is live and `verbs` says it has a QP.
+        let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
+        // SAFETY: the QP lives as long as `self` is borrowed, and `Drop` drains it before
+        // destroying it; its `records` go only after its CQ (field order of `Verbs`).
+        Some(unsafe { Qp::from_raw(qp, &verbs.records) })
+    }
+
+    /// `len` bytes of `buf` at `offset`, with the PD's local DMA lkey: the usual local side
+    /// of a work request. `ENOTCONN` before the QP exists.
+    pub(crate) fn dma_local<'a>(
+        &self,
+        buf: &'a DmaBuf,
+        offset: usize,
+        len: u32,
+    ) -> Result<Local<'a>> {
+        let pd = self.pd().ok_or_else(crate::rdma::code::enotconn)?;
+        Ok(Local {
+            buf,
+            offset,
+            len,
+            lkey: pd.local_dma_lkey(),
+        })
+    }
+
+    /// Bytes a send on the QP may carry inline (`IB_SEND_INLINE`); 0 before the QP exists
+    /// or if the device offers no inline sends.
+    pub(crate) fn max_inline_data(&self) -> u32 {
+        self.verbs.as_ref().map_or(0, |verbs| verbs.inline_data)
+    }
+
+    /// The PD under the QP, once created.
+    pub(crate) fn pd(&self) -> Option<&Arc<Pd>> {
+        self.verbs.as_ref().map(|verbs| &verbs.pd)
+    }
+
+    /// Disconnects and drains the QP: when this returns, the peer can no longer reach local
+    /// memory through the connection and every posted work request has completed. For an
+    /// operation abandoned while the peer may still READ or WRITE its buffers. Must not be
+    /// called from a completion callback of the QP's CQ.
+    pub(crate) fn shut_down(&self) {
+        let _ = self.disconnect();
+        if let Some(verbs) = &self.verbs {
+            // SAFETY: the QP exists while `verbs` is set (invariant); the caller runs in
+            // process context outside the CQ's completion callbacks, as draining needs.
+            unsafe { verbs.drain(self.raw()) };
+        }
+    }
+}
+
+/// QP events: the first message on a connection whose CM handshake has not finished yet
+/// (`IB_EVENT_COMM_EST`) tells RDMA CM it is established, as the CM documentation asks.
+///
+/// # Safety
+///
+/// Called by the RDMA core for a QP made by [`CmId::create_qp`], whose context is its id.
+unsafe extern "C" fn qp_event(event: *mut bindings::ib_event, context: *mut core::ffi::c_void) {
+    // SAFETY: the core passes a valid event for the call.
+    let kind = unsafe { (*event).event };
+    if kind == bindings::ib_event_type_IB_EVENT_COMM_EST {
+        // SAFETY: the context is the live id that owns the QP (see `create_qp`).
+        unsafe { bindings::rdma_notify(context.cast(), kind) };
+    }
+}

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! krping's `bench` on a session: many SENDs or RDMA READs/WRITEs in flight, timed.
+
+#![forbid(unsafe_code)]
+
+use super::{BenchProgress, Link, Session};
+use crate::bench::{BenchOptions, BenchResult, Mode};
+use crate::protocol::{Kind, Message, MAX_TEXT};
+use crate::rdma::{code, DmaBuf, SendOp};
+use core::sync::atomic::Ordering::Relaxed;
+use kernel::{
+    fmt,
+    prelude::*,
+    sync::Arc,
+    time::{Instant, Monotonic},
+};
+
+impl Session {
+    /// debugfs `bench`: runs one benchmark; its result is read back from `bench`.
+    pub(crate) fn bench(this: &Arc<Self>, options: &BenchOptions) -> Result {
+        let _operation = this.operation.lock();
+        let guard = this.link.lock();
+        let link = guard.as_ref().ok_or_else(code::enotconn)?;
+        *this.bench_result.lock() = None;
+        let device = link.id.device().ok_or(ENODEV)?;
+        let size = options.size;
+        let buf = DmaBuf::new(device, size as usize)?;
+        if options.mode != Mode::Slat && buf.pages(0, size as usize) > device.max_fast_reg_pages() {
+            pr_err!(
+                "bench: size={} is more than one {} registration maps\n",
+                size,
+                device.name().to_str().unwrap_or("?")
+            );
+            return Err(EINVAL);
+        }
+        let samples = KVVec::with_capacity(options.count as usize, GFP_KERNEL)?;
+        let run = {
+            let mut inbox = this.inbox.lock();
+            let run = inbox.bench.run.wrapping_add(1);
+            inbox.bench = BenchProgress {
+                run,
+                completed: 0,
+                failed: None,
+                samples,
+            };
+            run
+        };
+        let start = Instant::<Monotonic>::now();
+        let outcome = if options.mode == Mode::Slat {
+            Self::bench_send(this, link, options)
+        } else {
+            Self::bench_rdma(this, link, options, &buf, run)
+        };
+        let elapsed = start.elapsed().as_nanos() as u64;
+        let mut samples = core::mem::take(&mut this.inbox.lock().bench.samples);
+        outcome?;
+        let result = BenchResult::new(*options, &mut samples, elapsed);
+        pr_info!(
+            "bench: {:?} size={} count={} depth={}: median {} ns, {} ops/s\n",
+            options.mode,
+            size,
+            options.count,
+            options.depth,
+            result.latency[1],
+            result.ops_per_second()
+        );
+        *this.bench_result.lock() = Some(result);
+        Ok(())
+    }
+
+    /// `slat`: SEND `size` bytes, await DONE; one sample per round trip.
+    fn bench_send(this: &Arc<Self>, link: &Link, options: &BenchOptions) -> Result {
+        let payload = [0u8; MAX_TEXT];
+        for _ in 0..options.count {
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            let seq = this.seq.fetch_add(1, Relaxed);
+            let message = Message::new(Kind::Echo, seq, options.size);
+            let posted = Instant::<Monotonic>::now();
+            let (_, _, arrived) =
+                Self::request(this, link, &message, &payload[..options.size as usize])?;
+            let nanos = (arrived - posted).as_nanos() as u64;
+            this.inbox.lock().bench.samples.push(nanos, GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+
+    /// `wlat`, `rlat`, `bw`: RDMA WRITEs or READs against the server's scratch buffer,
+    /// `depth` at a time.
+    fn bench_rdma(
+        this: &Arc<Self>,
+        link: &Link,
+        options: &BenchOptions,
+        buf: &DmaBuf,
+        run: u32,
+    ) -> Result {
+        let seq = this.seq.fetch_add(1, Relaxed);
+        let request = Message::new(Kind::Bench, seq, options.size);
+        let (done, _, _) = Self::request(this, link, &request, &[])?;
+        let remote = done.sink;
+        if done.kind != Kind::Done || remote.len < options.size {
+            pr_err!("bench: the server advertised no usable scratch buffer\n");
+            return Err(code::eproto());
+        }
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let mut posted = 0;
+        while posted < options.count {
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            this.wait_bench(posted - (options.depth - 1).min(posted))?;
+            let local = link.id.dma_local(buf, 0, options.size)?;
+            let op = match options.mode {
+                Mode::Rlat => SendOp::Read {
+                    local,
+                    remote,
+                    invalidate: None,
+                },
+                _ => SendOp::Write { local, remote },
+            };
+            let session = this.clone();
+            let start = Instant::<Monotonic>::now();
+            qp.post_send(op, move |wc| {
+                let nanos = start.elapsed().as_nanos() as u64;
+                let mut inbox = session.inbox.lock();
+                let bench = &mut inbox.bench;
+                if bench.run != run {
+                    return;
+                }
+                bench.completed += 1;
+                if !wc.is_ok() {
+                    bench.failed.get_or_insert(wc);
+                } else if bench.samples.len() < bench.samples.capacity() {
+                    // Within the reserved capacity: no allocation.
+                    let _ = bench.samples.push(nanos, GFP_ATOMIC);
+                }
+                drop(inbox);
+                session.changed.notify_all();
+            })?;
+            posted += 1;
+        }
+        this.wait_bench(options.count)
+    }
+
+    /// Waits until at least `completed` operations of the running benchmark completed;
+    /// `EIO` (with the status in the log) if one failed.
+    fn wait_bench(&self, completed: u32) -> Result {
+        let failed = self.wait(|inbox| {
+            let bench = &mut inbox.bench;
+            match bench.failed.take() {
+                Some(wc) => Some(Some(wc)),
+                None => (bench.completed >= completed).then_some(None),
+            }
+        })?;
+        if let Some(wc) = failed {
+            pr_err!(
+                "bench: work request failed: {} (status {})\n",
+                wc.status_name().to_str().unwrap_or("?"),
+                wc.status
+            );
+            return Err(EIO);
+        }
+        Ok(())
+    }
+
+    /// debugfs `bench`: the last run's results.
+    pub(crate) fn show_bench(this: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*this.bench_result.lock() {
+            Some(result) => write!(f, "{}", result),
+            None => writeln!(f, "no results (write options to run a benchmark)"),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! krping's `ping` on a session: the server READs the client's source and WRITEs its sink,
+//! iteration after iteration, and the client checks what came back.
+
+#![forbid(unsafe_code)]
+
+use super::{Link, Session, Tag};
+use crate::ping::{MemMode, PingOptions};
+use crate::protocol::{Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE};
+use crate::rdma::{access, code, DmaBuf, Mr, RemoteBuf};
+use core::sync::atomic::Ordering::Relaxed;
+use kernel::{prelude::*, sync::Arc};
+
+impl Session {
+    /// krping's loop: per iteration the server READs `size` bytes from the client's source
+    /// and WRITEs them to its sink; with `validate` the client compares the two.
+    pub(crate) fn ping(this: &Arc<Self>, options: &PingOptions) -> Result {
+        let _operation = this.operation.lock();
+        let guard = this.link.lock();
+        let link = guard.as_ref().ok_or_else(code::enotconn)?;
+        let device = link.id.device().ok_or(ENODEV)?;
+        let pd = link.id.pd().ok_or(ENODEV)?;
+        let size = options.size;
+        let global_rkey = pd.global_rkey();
+        if options.mem_mode == MemMode::Dma && global_rkey.is_none() {
+            pr_err!("ping: mem_mode=dma needs the client loaded with unsafe_global_rkey=1\n");
+            return Err(EINVAL);
+        }
+        if options.read_inv && !device.can_read_with_invalidate() {
+            pr_err!(
+                "ping: read_inv needs RDMA READ with invalidate, which {} (RoCE/IB) lacks; use siw\n",
+                device.name().to_str().unwrap_or("?")
+            );
+            return Err(code::eopnotsupp());
+        }
+        let source = DmaBuf::new(device, size as usize)?;
+        let sink = DmaBuf::new(device, size as usize)?;
+        let pages = source
+            .pages(0, size as usize)
+            .max(sink.pages(0, size as usize));
+        let registers = options.mem_mode == MemMode::Reg || options.read_inv;
+        if registers && pages > device.max_fast_reg_pages() {
+            pr_err!(
+                "ping: size={} needs {} pages per registration; {} allows {}\n",
+                size,
+                pages,
+                device.name().to_str().unwrap_or("?"),
+                device.max_fast_reg_pages()
+            );
+            return Err(EINVAL);
+        }
+        let (source_mr, sink_mr) = (Mr::new(pd, pages)?, Mr::new(pd, pages)?);
+        for iteration in 0..options.count {
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            source.fill_pattern(size as usize, iteration as u8)?;
+            sink.fill(0, size as usize, 0)?;
+            let result = Self::ping_once(
+                this,
+                link,
+                options,
+                iteration,
+                [&source, &sink],
+                [&source_mr, &sink_mr],
+                global_rkey,
+            );
+            let cleanup = Self::invalidate(this, link, [&source_mr, &sink_mr]);
+            result.and(cleanup)?;
+            this.served_bytes.fetch_add(size.into(), Relaxed);
+            this.served.fetch_add(1, Relaxed);
+        }
+        pr_info!(
+            "ping: {} iterations of {} bytes ({:?}{}{}{}) done\n",
+            options.count,
+            size,
+            options.mem_mode,
+            if options.validate { ", validated" } else { "" },
+            if options.server_inv {
+                ", server_inv"
+            } else {
+                ""
+            },
+            if options.read_inv { ", read_inv" } else { "" }
+        );
+        Ok(())
+    }
+
+    fn ping_once(
+        this: &Arc<Self>,
+        link: &Link,
+        options: &PingOptions,
+        iteration: u32,
+        [source, sink]: [&DmaBuf; 2],
+        [source_mr, sink_mr]: [&Mr; 2],
+        global_rkey: Option<u32>,
+    ) -> Result {
+        let size = options.size;
+        let (source_remote, sink_remote) = match (options.mem_mode, global_rkey) {
+            (MemMode::Dma, Some(rkey)) => (
+                RemoteBuf {
+                    addr: source.dma_addr(0),
+                    rkey,
+                    len: size,
+                },
+                RemoteBuf {
+                    addr: sink.dma_addr(0),
+                    rkey,
+                    len: size,
+                },
+            ),
+            _ => {
+                let sink_access = access::LOCAL_WRITE | access::REMOTE_WRITE;
+                Self::register(
+                    this,
+                    link,
+                    source_mr,
+                    source,
+                    size,
+                    access::REMOTE_READ,
+                    Tag::RegisterSource,
+                )?;
+                Self::register(
+                    this,
+                    link,
+                    sink_mr,
+                    sink,
+                    size,
+                    sink_access,
+                    Tag::RegisterSink,
+                )?;
+                (source_mr.remote()?, sink_mr.remote()?)
+            }
+        };
+        let seq = this.seq.fetch_add(1, Relaxed);
+        let message = Message {
+            kind: Kind::Ping,
+            flags: if options.server_inv {
+                FLAG_SERVER_INVALIDATE
+            } else {
+                0
+            } | if options.read_inv {
+                FLAG_READ_INVALIDATE
+            } else {
+                0
+            },
+            seq,
+            length: size,
+            source: source_remote,
+            sink: sink_remote,
+        };
+        let (done, invalidated, _) = Self::request(this, link, &message, &[])?;
+        if done.length != size {
+            pr_err!(
+                "ping: the server answered {} bytes, not {}\n",
+                done.length,
+                size
+            );
+            return Err(code::eproto());
+        }
+        match (options.server_inv, invalidated) {
+            (true, Some(rkey)) => sink_mr.note_remote_invalidate(rkey).inspect_err(|_| {
+                pr_err!(
+                    "ping: the server invalidated rkey {:#x}, not the sink's\n",
+                    rkey
+                )
+            })?,
+            (true, None) => {
+                pr_err!("ping: server_inv asked, but the server did not invalidate\n");
+                return Err(code::eproto());
+            }
+            (false, Some(rkey)) => {
+                pr_err!("ping: the server invalidated rkey {:#x} unasked\n", rkey);
+                return Err(code::eproto());
+            }
+            (false, None) => {}
+        }
+        if options.validate {
+            if let Some(offset) = sink.first_difference(source, size as usize)? {
+                pr_err!(
+                    "ping: validation failed in iteration {} at offset {}\n",
+                    iteration,
+                    offset
+                );
+                return Err(EIO);
+            }
+        }
+        Ok(())
+    }
+}
