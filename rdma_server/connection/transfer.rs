@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The server's side of krping's `ping` and `bench`: RDMA READ of the client's source
+//! (through an MR registered for it with `read_inv`), RDMA WRITE to its sink, then DONE.
+
+#![forbid(unsafe_code)]
+
+use super::{Connection, Link, Registered};
+use crate::protocol::{Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE};
+use crate::rdma::{access, DmaBuf, Local, Mr, RemoteBuf, SendOp, WorkCompletion};
+use core::sync::atomic::Ordering::Relaxed;
+use kernel::{prelude::*, sync::Arc};
+
+impl Connection {
+    /// A PING: READ the client's source into the PING buffer (with `read_inv`, through an
+    /// MR registered for it first), then on to [`Self::source_read`].
+    pub(super) fn ping(this: &Arc<Self>, link: &Link, slot: usize, message: Message) -> Result {
+        let read_inv = message.flags & FLAG_READ_INVALIDATE != 0;
+        let device = link.id.device().ok_or(ENODEV)?;
+        if read_inv && !device.can_read_with_invalidate() {
+            pr_err!(
+                "connection {}: read_inv asked, but {} has no RDMA READ with invalidate\n",
+                this.number,
+                device.name().to_str().unwrap_or("?")
+            );
+            return Err(crate::rdma::code::eopnotsupp());
+        }
+        let mut ping = this.ping.lock();
+        if ping
+            .as_ref()
+            .is_none_or(|(buf, _)| buf.len() < message.length as usize)
+        {
+            *ping = Some((DmaBuf::new(device, message.length as usize)?, None));
+        }
+        let Some((buf, mr)) = &mut *ping else {
+            return Err(EINVAL);
+        };
+        let buf = buf.clone();
+        if !read_inv {
+            drop(ping);
+            return Self::read_source(this, link, slot, message, buf, 0, None);
+        }
+        let mr = match mr {
+            Some(mr) => mr.clone(),
+            None => mr
+                .insert(Mr::new(
+                    link.id.pd().ok_or(ENODEV)?,
+                    buf.pages(0, buf.len()),
+                )?)
+                .clone(),
+        };
+        drop(ping);
+        mr.map(&buf, 0, message.length)?;
+        let connection = this.clone();
+        let registered = mr.clone();
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        // iWARP writes READ responses through the sink's key: it needs remote write access.
+        let access = access::LOCAL_WRITE | access::REMOTE_WRITE;
+        qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
+            if !connection.check(&wc, c"PING buffer registration") {
+                return;
+            }
+            let guard = connection.link.lock();
+            let Some(link) = &*guard else {
+                return;
+            };
+            let result =
+                Self::read_source(&connection, link, slot, message, buf, 0, Some(registered));
+            if let Err(e) = result {
+                drop(guard);
+                connection.abort("cannot read", e);
+            }
+        })
+    }
+
+    /// A BENCH: register a scratch buffer of `message.length` bytes for the client's READs
+    /// and WRITEs, and advertise it in DONE once the registration completed.
+    pub(super) fn bench(this: &Arc<Self>, link: &Link, slot: usize, message: Message) -> Result {
+        let scratch = Registered::new(link, message.length as usize)?;
+        scratch.mr.map(&scratch.buf, 0, message.length)?;
+        let mr = scratch.mr.clone();
+        // The previous scratch buffer, if any, is deregistered here: its key dies with it.
+        *this.scratch.lock() = Some(scratch);
+        let connection = this.clone();
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let access = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
+        let registered = mr.clone();
+        qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
+            if !connection.check(&wc, c"BENCH buffer registration") {
+                return;
+            }
+            let guard = connection.link.lock();
+            let Some(link) = &*guard else {
+                return;
+            };
+            let done = registered.remote().and_then(|remote| {
+                let done = Message {
+                    sink: remote,
+                    ..Message::new(Kind::Done, message.seq, message.length)
+                };
+                Self::send_message(&connection, link, slot, &done, None)
+            });
+            if let Err(e) = done {
+                drop(guard);
+                connection.abort("cannot answer BENCH", e);
+            }
+        })
+    }
+
+    /// RDMA READs `message.length` bytes from the client's source into `buf` at `offset`;
+    /// with `mr` (registered over `buf`), as RDMA_READ_WITH_INV of it.
+    pub(super) fn read_source(
+        this: &Arc<Self>,
+        link: &Link,
+        slot: usize,
+        message: Message,
+        buf: DmaBuf,
+        offset: usize,
+        mr: Option<Mr>,
+    ) -> Result {
+        if message.source.len < message.length || message.sink.len < message.length {
+            return Err(EINVAL);
+        }
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let local = match &mr {
+            Some(mr) => Local {
+                buf: &buf,
+                offset,
+                len: message.length,
+                lkey: mr.lkey(),
+            },
+            None => link.id.dma_local(&buf, offset, message.length)?,
+        };
+        let remote = RemoteBuf {
+            len: message.length,
+            ..message.source
+        };
+        let connection = this.clone();
+        let target = buf.clone();
+        qp.post_send(
+            SendOp::Read {
+                local,
+                remote,
+                invalidate: mr.as_ref(),
+            },
+            move |wc| Self::source_read(connection, slot, message, target, offset, wc),
+        )
+    }
+
+    /// The READ completed: WRITE what was read into the sink, then SEND DONE (same QP, so
+    /// the client sees the data before the DONE).
+    fn source_read(
+        this: Arc<Self>,
+        slot: usize,
+        message: Message,
+        buf: DmaBuf,
+        offset: usize,
+        wc: WorkCompletion,
+    ) {
+        if !this.check(&wc, c"RDMA READ") {
+            return;
+        }
+        this.reads.add(message.length);
+        if message.kind == Kind::Ping && this.shared.corrupt_next.swap(false, Relaxed) {
+            // The test hook: damage one byte, which the client's validation must catch.
+            let mut byte = [0u8; 1];
+            if buf.copy_out(offset, &mut byte).is_ok() {
+                let _ = buf.copy_in(offset, &[byte[0] ^ 0xff]);
+                pr_info!(
+                    "connection {}: corrupted byte 0 of a PING as asked\n",
+                    this.number
+                );
+            }
+        }
+        let guard = this.link.lock();
+        let Some(link) = &*guard else {
+            return;
+        };
+        let result = (|| -> Result {
+            let qp = link.id.qp().ok_or(EINVAL)?;
+            let local = link.id.dma_local(&buf, offset, message.length)?;
+            let connection = this.clone();
+            let length = message.length;
+            qp.post_send(
+                SendOp::Write {
+                    local,
+                    remote: message.sink,
+                },
+                move |wc| {
+                    if connection.check(&wc, c"RDMA WRITE") {
+                        connection.writes.add(length);
+                    }
+                },
+            )?;
+            let invalidate =
+                (message.flags & FLAG_SERVER_INVALIDATE != 0).then_some(message.sink.rkey);
+            Self::send_done(&this, link, slot, message.seq, message.length, invalidate)
+        })();
+        if let Err(e) = result {
+            drop(guard);
+            this.abort("cannot reply", e);
+        }
+    }
+}
