@@ -41,6 +41,7 @@ pub(crate) mod rw;
 pub(crate) mod sgl;
 pub(crate) mod signature;
 pub(crate) mod srq;
+pub(crate) mod wc;
 pub(crate) mod workqueue;
 
 // Each module uses a different part of the layer, so some re-exports go unused.
@@ -65,9 +66,11 @@ pub(crate) use mr::{access, Mr};
 #[allow(unused_imports)]
 pub(crate) use pd::Pd;
 #[allow(unused_imports)]
-pub(crate) use qp::{Local, Qp, RemoteBuf, SendOp, WorkCompletion};
+pub(crate) use qp::{Local, Qp, RemoteBuf, SendOp};
 #[allow(unused_imports)]
 pub(crate) use srq::Srq;
+#[allow(unused_imports)]
+pub(crate) use wc::WorkCompletion;
 #[allow(unused_imports)]
 pub(crate) use workqueue::OwnedQueue;
 

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work completions (`struct ib_wc`), copied into a safe value for the completion's
+//! handler.
+//!
+//! C header: [`include/rdma/ib_verbs.h`].
+//!
+//! [`include/rdma/ib_verbs.h`]: srctree/include/rdma/ib_verbs.h
+
+use super::bindings;
+use kernel::prelude::*;
+
+/// What a completed work request reports.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WorkCompletion {
+    /// `IB_WC_*` status.
+    pub(crate) status: u32,
+    /// `IB_WC_*` opcode (valid on success only).
+    pub(crate) opcode: u32,
+    /// Bytes received (receives only).
+    pub(crate) byte_len: u32,
+    /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
+    pub(crate) invalidated_rkey: Option<u32>,
+    /// The QP the request was on (for a receive from an SRQ: the QP that took it), as an
+    /// address.
+    qp: usize,
+}
+
+impl WorkCompletion {
+    /// What the RDMA core's completion `wc` reports.
+    pub(super) fn from_raw(wc: &bindings::ib_wc) -> Self {
+        let ok = wc.status == bindings::ib_wc_status_IB_WC_SUCCESS;
+        let invalidated = wc.wc_flags & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32 != 0;
+        let invalidated_rkey = if ok && invalidated {
+            // SAFETY: `IB_WC_WITH_INVALIDATE` says `ex` holds the invalidated rkey.
+            Some(unsafe { wc.ex.invalidate_rkey })
+        } else {
+            None
+        };
+        Self {
+            status: wc.status,
+            opcode: if ok { wc.opcode } else { 0 },
+            byte_len: if ok { wc.byte_len } else { 0 },
+            invalidated_rkey,
+            qp: wc.qp as usize,
+        }
+    }
+
+    /// The QP the request was on, as an address (only followed by the layer).
+    pub(crate) fn qp(&self) -> *mut bindings::ib_qp {
+        self.qp as *mut bindings::ib_qp
+    }
+
+    /// Whether the request succeeded.
+    pub(crate) fn is_ok(&self) -> bool {
+        self.status == bindings::ib_wc_status_IB_WC_SUCCESS
+    }
+
+    /// Whether the request was flushed by a QP in the error state (teardown).
+    pub(crate) fn is_flush(&self) -> bool {
+        self.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
+    }
+
+    /// The status as the RDMA core names it, e.g. `remote access error`.
+    pub(crate) fn status_name(&self) -> &'static CStr {
+        // SAFETY: `ib_wc_status_msg` returns a static string for any value.
+        unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(self.status)) }
+    }
+}
