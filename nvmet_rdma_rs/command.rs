@@ -57,7 +57,7 @@ use kernel::{prelude::*, sync::Arc};
 mod completion;
 mod mapping;
 
-pub(crate) use completion::{queue_response, recv_done};
+pub(crate) use completion::queue_response;
 use mapping::{free_data, free_rw};
 
 /// Bytes of an NVMe completion queue entry.
@@ -228,7 +228,7 @@ impl Io {
         let recv_slots = match shared {
             Some(shared) => shared,
             None => Arc::new(
-                RecvSlots::new(device, lkey, recv, inline_size, owner, None)?,
+                RecvSlots::new(device, lkey, recv, inline_size, None)?,
                 GFP_KERNEL,
             )?,
         };

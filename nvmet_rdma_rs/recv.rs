@@ -12,12 +12,11 @@
 // it there is under way (issue 15).
 #![allow(unsafe_code)]
 
-use crate::queue::Queue;
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, Range, RecvWr},
     sgl::PageSgl,
-    Cqe, CqeHandler, Device, DmaBuf, Srq, WorkCompletion,
+    Cqe, Device, DmaBuf, Srq,
 };
 use crate::wire::COMMAND_SIZE;
 use kernel::{prelude::*, sync::Arc};
@@ -36,18 +35,9 @@ pub(crate) struct CmdSlot {
     pub(crate) sg: PageSgl<MAX_INLINE_PAGES>,
     /// The slot's number in its [`RecvSlots`].
     pub(crate) index: u32,
-    /// The queue that owns the slot; null for slots of an SRQ, whose completions name
-    /// their queue through their QP.
-    pub(crate) queue: *const Queue,
 }
 
 impl_has_cqe!(CmdSlot, cqe);
-
-impl CqeHandler for CmdSlot {
-    fn done(&self, wc: &WorkCompletion) {
-        crate::command::recv_done(self, wc);
-    }
-}
 
 /// A set of receive slots, their capsule buffers and in-capsule data buffers.
 ///
@@ -69,22 +59,15 @@ pub(crate) struct RecvSlots {
     cmds: KVVec<CmdSlot>,
 }
 
-// SAFETY: slots are shared with the device by design; each is used by one owner at a time
-// (the device until its receive completes, then the command that arrived in it).
-unsafe impl Send for RecvSlots {}
-// SAFETY: as above.
-unsafe impl Sync for RecvSlots {}
-
 impl RecvSlots {
-    /// `count` slots on `device` with `inline_size` bytes of in-capsule data each, for
-    /// queue `owner` (null for an SRQ's), registered with `lkey`; posted on `srq` if given,
-    /// else on the owner's QP.
+    /// `count` slots on `device` with `inline_size` bytes of in-capsule data each,
+    /// registered with `lkey`; posted on `srq` if given, else on the QP of the queue that
+    /// owns them. (Their completions find their queue through the QP they arrive on.)
     pub(crate) fn new(
         device: &Device,
         lkey: u32,
         count: u32,
         inline_size: u32,
-        owner: *const Queue,
         srq: Option<Arc<Srq>>,
     ) -> Result<Self> {
         let capsules = DmaBuf::new(device, count as usize * COMMAND_SIZE)?;
@@ -106,7 +89,6 @@ impl RecvSlots {
                     wr: None,
                     sg: PageSgl::new(),
                     index,
-                    queue: owner,
                 },
                 GFP_KERNEL,
             )?;
@@ -147,7 +129,7 @@ impl RecvSlots {
     ///
     /// # Panics
     ///
-    /// If they are a queue's own; only [`crate::srq::SrqSet`] hands out shared sets.
+    /// If they are a queue's own; only the SRQ sets (`srq.rs`) hand out shared sets.
     pub(crate) fn srq(&self) -> &Arc<Srq> {
         self.srq.as_ref().expect("an SRQ's receive slots")
     }

@@ -63,7 +63,6 @@ impl SrqSet {
                 pd.local_dma_lkey(),
                 srq.max_wr().min(size),
                 inline_size,
-                core::ptr::null(),
                 Some(srq),
             )?;
             for index in 0..slots.count() {

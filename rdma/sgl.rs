@@ -14,6 +14,12 @@ use kernel::{page::PAGE_SIZE, prelude::*, types::Opaque};
 #[repr(transparent)]
 pub(crate) struct PageSgl<const N: usize>(Opaque<[bindings::scatterlist; N]>);
 
+// SAFETY: the list is plain memory, changed only through `fill`, whose caller has it to
+// itself; the device and the requests it is lent to read it from any CPU.
+unsafe impl<const N: usize> Send for PageSgl<N> {}
+// SAFETY: as above.
+unsafe impl<const N: usize> Sync for PageSgl<N> {}
+
 impl<const N: usize> PageSgl<N> {
     /// A list describing nothing.
     pub(crate) fn new() -> Self {

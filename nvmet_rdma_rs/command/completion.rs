@@ -55,17 +55,19 @@ fn queue_of(rsp: &RspSlot) -> &Queue {
     unsafe { &*rsp.queue }
 }
 
+impl CqeHandler for CmdSlot {
+    fn done(&self, wc: &WorkCompletion) {
+        recv_done(self, wc);
+    }
+}
+
 /// A receive completed (`slot`'s [`CqeHandler`]).
-pub(crate) fn recv_done(slot: &CmdSlot, wc: &WorkCompletion) {
-    let queue = if slot.queue.is_null() {
-        // SAFETY: an SRQ's receive completes on the QP that took it, a queue's QP made by
-        // `create_qp_on_srq`; the queue and its QP live until the QP is drained, which
-        // processes this completion first.
-        unsafe { CmId::<Queue>::handler_of_qp(wc.qp()) }
-    } else {
-        // SAFETY: a queue's own slot names the queue, which outlives its slots' receives.
-        unsafe { &*slot.queue }
-    };
+fn recv_done(slot: &CmdSlot, wc: &WorkCompletion) {
+    // SAFETY: a receive completes on the QP that took it: the queue's QP, made by
+    // `create_qp` (its own slots) or `create_qp_on_srq` (an SRQ's) on the queue's
+    // `CmId<Queue>`; the queue and its QP live until the QP is drained, which processes
+    // this completion first.
+    let queue = unsafe { CmId::<Queue>::handler_of_qp(wc.qp()) };
     let Some(io) = queue.io.as_ref() else {
         return;
     };
