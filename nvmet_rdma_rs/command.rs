@@ -28,8 +28,8 @@
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 
-// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
-// it there is under way (issue 15).
+// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
+// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use crate::nvmet::{

@@ -8,8 +8,8 @@
 //! once, never move (the C side points into them), and a completion runs its slot's
 //! [`CqeHandler`].
 
-// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
-// it there is under way (issue 15).
+// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
+// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use crate::rdma::{

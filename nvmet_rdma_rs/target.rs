@@ -3,8 +3,8 @@
 //! The transport's global state: its ports, its queues, and the workqueue their setup
 //! and release run on. The nvmet core's callbacks find it through [`Target::get`].
 
-// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
-// it there is under way (issue 15).
+// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
+// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use crate::nvmet::OpsRef;

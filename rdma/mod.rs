@@ -4,10 +4,10 @@
 //!
 //! This layer is shared by source: every module of the project includes it with
 //! `#[path = "../rdma/mod.rs"] mod rdma;` and links its C helpers (see `rdma/rdma.mk`).
-//! Module code is meant to use only its safe types. Not all of it does yet: the demo
-//! pair does, but `nvmet_rdma_rs` still posts raw work requests and starts nvmet requests
-//! through `unsafe` of its own (moving that behind safe types is under way: its
-//! registration with the nvmet core goes through `nvmet/`, the other binding layer).
+//! Module code uses its types and no `bindings::`. The demo pair holds no `unsafe`;
+//! `nvmet_rdma_rs` (with `nvmet/`, the other binding layer) still makes a few `unsafe`
+//! calls into it, each a promise about the lifecycle of its slots that the layer cannot
+//! check yet (`CmId::qp_handle`, `SendWr::new`, `RecvWr::new`, `RwCtx::destroy`).
 //! Each crate root defines `MODULE_NAME`, the C string the RDMA core records as the
 //! owner of the objects the layer creates (`rdma res show`).
 //!

@@ -4,8 +4,8 @@
 //! WRITEs with T10-PI, its response SEND) and `queue_response`, the nvmet core's
 //! completion of the request.
 
-// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
-// it there is under way (issue 15).
+// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
+// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use super::{free_data, free_rw, handle_command, Io, RspSlot, RspState, READ, SEND, WRITE};

@@ -4,8 +4,8 @@
 //! READ/WRITE through an `rdma_rw` context (a signature context with T10-PI), and that
 //! context's end.
 
-// Still holds `unsafe` that belongs in the binding layers (`rdma/`, `nvmet/`): moving
-// it there is under way (issue 15).
+// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
+// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use super::{Io, RspState};
