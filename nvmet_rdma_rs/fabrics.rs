@@ -19,6 +19,8 @@ use kernel::{prelude::*, sync::Arc};
 
 /// `NVMET_RDMA_MAX_MDTS`: 2^8 pages (1 MiB) per command.
 const MAX_MDTS: u8 = 8;
+// (what the queues size their `rdma_rw` resources for)
+const _: () = assert!(1 << MAX_MDTS == crate::queue::MAX_TRANSFER_PAGES);
 /// `NVMET_RDMA_MAX_METADATA_MDTS`, with protection information.
 const MAX_METADATA_MDTS: u8 = 5;
 

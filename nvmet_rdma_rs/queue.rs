@@ -39,7 +39,7 @@ const DISCONNECTING: u8 = 2;
 /// Pages of the largest transfer a command may ask for (1 MiB: `MAX_MDTS` in `fabrics.rs`,
 /// `NVMET_RDMA_MAX_MDTS`): the QP's `rdma_rw` resources are sized for it, as the C
 /// transport's are.
-const MAX_TRANSFER_PAGES: u32 = 1 << 8;
+pub(crate) const MAX_TRANSFER_PAGES: u32 = 1 << 8;
 
 /// What an operator wants to know about a queue (debugfs `queues`).
 #[derive(Default)]

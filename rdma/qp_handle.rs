@@ -112,7 +112,8 @@ impl SendWr {
     /// # Safety
     ///
     /// The object that embeds `cqe`, and `buf`'s memory, stay alive and in place while the
-    /// request is posted, until its completion ran or its QP was drained.
+    /// request is posted, until its completion ran or its QP was drained: for every post
+    /// of the request, on whichever QP, for as long as it exists (posting is safe).
     pub(crate) unsafe fn new<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
         cqe: &Cqe<T, ID>,
         buf: &DmaBuf,
@@ -220,7 +221,8 @@ impl RecvWr {
     ///
     /// The object that embeds `cqe`, and the ranges' memory, stay alive and in place while
     /// the request is posted, until its completion ran or its QP or SRQ was drained or
-    /// destroyed.
+    /// destroyed: for every post of the request, on whichever QP or SRQ, for as long as it
+    /// exists (posting is safe).
     pub(crate) unsafe fn new<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
         cqe: &Cqe<T, ID>,
         lkey: u32,

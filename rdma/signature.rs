@@ -15,6 +15,11 @@ use super::bindings;
 pub(crate) mod check {
     use super::bindings;
 
+    // (`check_mask` is a `u8` in C too: the bits fit.)
+    const _: () = assert!(bindings::IB_SIG_CHECK_GUARD <= 0xff);
+    const _: () = assert!(bindings::IB_SIG_CHECK_APPTAG <= 0xff);
+    const _: () = assert!(bindings::IB_SIG_CHECK_REFTAG <= 0xff);
+
     /// Check the guard (the CRC of the block).
     pub(crate) const GUARD: u8 = bindings::IB_SIG_CHECK_GUARD as u8;
     /// Check the application tag.

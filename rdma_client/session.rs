@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The client's connection to the server and the `send` round trip; krping's `ping` and
-//! `bench` on it are in `ping.rs` and `bench.rs` beside this file.
+//! `bench` on it are in `session/ping.rs` and `session/bench.rs`.
 //!
 //! Operations (connect, send, disconnect) run in the writer's process context, one at a
 //! time, and wait for the RDMA CM events and work completions they cause; callbacks only

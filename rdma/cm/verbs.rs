@@ -36,7 +36,7 @@ pub(crate) struct QpCaps {
     /// allocating one.
     pub(crate) shared_cq: bool,
     /// The QP offloads T10-PI (`IB_QP_CREATE_INTEGRITY_EN`): its `rdma_rw` contexts may
-    /// use signature MRs. Only on a device that [supports it](Device::supports_integrity).
+    /// use signature MRs. Only on a device that [supports it](crate::rdma::Device::supports_integrity).
     pub(crate) integrity: bool,
     /// Bytes a send should be able to carry inline (`IB_SEND_INLINE`, copied at post
     /// time); a device that offers fewer gets a QP without inline sends (see
