@@ -86,7 +86,7 @@ struct RspState {
     /// transferred (a signature context with T10-PI), and gives it back when destroyed.
     rw: Pin<KBox<RwCtx<DataSgls>>>,
     /// The response SEND, pointed at the slot's response buffer and SEND completion entry
-    /// once the slot is in place (`Io::prepare_rsp`).
+    /// once the slot is in place (`Io::new`).
     send: Option<SendWr>,
     /// The nvmet core's request for the command.
     req: Request,
@@ -172,7 +172,8 @@ pub(crate) struct Io {
 }
 
 // SAFETY: slots are shared with the device and the nvmet core by design; each is used by
-// one owner at a time (see `RspSlot::state`), and the QP pointer may be used anywhere.
+// one owner at a time (see `RspSlot::state`), whichever CPU it runs on; a slot's queue
+// pointer is only followed while the queue lives (`completion::queue_of`).
 unsafe impl Send for Io {}
 // SAFETY: as above.
 unsafe impl Sync for Io {}
