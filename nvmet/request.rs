@@ -93,7 +93,8 @@ impl Request {
     /// [`Request::set_response`] stay valid, and the object that embeds the request stays
     /// alive and in place, until the request ended (its `queue_response` returned, or
     /// [`Request::uninit`]); `port` stays registered as long; `ops` is the transport's table,
-    /// whose `Request` type embeds this request.
+    /// whose `Request` type embeds this request and whose `Queue` type embeds the `SqCq`
+    /// of `sq` (that queue, too, stays alive until the request ended).
     ///
     /// The core's `queue_response` may run from inside this call and from inside the
     /// hand-overs ([`Request::execute`], [`Request::complete`]), and reach the request's

@@ -58,8 +58,8 @@ pub(crate) trait Transport: Sized + 'static {
     /// configfs disables a port `add_port` enabled; the core may free it afterwards.
     fn remove_port(port: Self::Port);
 
-    /// The core completed `request`: send its data and its response.
-    fn queue_response(request: &Self::Request);
+    /// The core completed `request`, of `queue`: send its data and its response.
+    fn queue_response(queue: &Self::Queue, request: &Self::Request);
 
     /// The core deletes a controller: end its queues.
     fn delete_ctrl(ctrl: CtrlId);
@@ -248,8 +248,13 @@ impl<T: Transport> Ops<T> {
     ///
     /// Called by the nvmet core for a request the transport passed to `nvmet_req_init`.
     unsafe extern "C" fn queue_response(req: *mut bindings::nvmet_req) {
-        // SAFETY: such a request is embedded in a live `T::Request` (see `Transport`).
-        T::queue_response(unsafe { T::Request::from_req(req) });
+        // SAFETY: such a request is embedded in a live `T::Request`, and its `sq` (set by
+        // `nvmet_req_init`) is the submission queue of a live `T::Queue`, both alive until
+        // this returns (see `Transport`).
+        unsafe {
+            let queue = T::Queue::from_sq((*req).sq);
+            T::queue_response(queue, T::Request::from_req(req));
+        }
     }
 
     /// `delete_ctrl`.

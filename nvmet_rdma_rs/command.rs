@@ -35,30 +35,63 @@
 use crate::nvmet::{
     request::{impl_has_request, DataSgls, Request},
     sq::SqEntered,
+    EnabledPort, OpsRef, SqCq,
 };
-use crate::queue::{Parked, Queue};
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, SendWr},
     rw::RwCtx,
-    CmId, Cqe, DmaBuf,
+    CmHandler, CmId, Cqe, DmaBuf,
 };
 use crate::recv::RecvSlots;
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
     cell::UnsafeCell,
     pin::Pin,
-    sync::atomic::{
-        fence, AtomicBool, AtomicI32, AtomicU32,
-        Ordering::{Relaxed, SeqCst},
-    },
+    sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering::Relaxed},
 };
 use kernel::{prelude::*, sync::Arc};
 mod completion;
+mod lists;
 mod mapping;
+mod stats;
+mod waiting;
 
-pub(crate) use completion::queue_response;
+pub(crate) use completion::{queue_response, read_done, recv_done, send_done, write_done};
+use lists::Parked;
+pub(crate) use lists::SlotLists;
 use mapping::{free_data, free_rw};
+pub(crate) use stats::QueueStats;
+
+/// What the data path needs from the connection (the queue) it serves.
+///
+/// The queue embeds the [`SlotLists`] and [`QueueStats`] and holds the [`Io`]; the data
+/// path reaches them through this trait, so that it does not depend on the queue's type.
+pub(crate) trait Connection: Sync {
+    /// The queue's buffers and slots, once set up.
+    fn io(&self) -> Option<&Io>;
+    /// The queue's slot lists.
+    fn lists(&self) -> &SlotLists;
+    /// The queue's counters.
+    fn stats(&self) -> &QueueStats;
+    /// The queue's nvmet submission and completion queue.
+    fn sq_cq(&self) -> &SqCq;
+    /// The nvmet port the queue came in through, for its requests.
+    fn nvmet_port(&self) -> &EnabledPort;
+    /// The transport's ops table, for its requests.
+    fn ops(&self) -> OpsRef;
+    /// The queue's number, for log lines.
+    fn number(&self) -> u32;
+    /// Whether the queue is being torn down (commands are dropped).
+    fn is_disconnecting(&self) -> bool;
+    /// Starts the queue's teardown (any context).
+    fn close(&self, why: &CStr);
+    /// A fatal transport error: ends the queue's controller, or the queue (any context).
+    fn fatal_error(&self);
+    /// The host sent more commands than its queue depth allows (called once): logs it and
+    /// ends the queue.
+    fn exceeded_depth(&self);
+}
 
 /// Bytes of an NVMe completion queue entry.
 pub(crate) const RESPONSE_SIZE: usize = 16;
@@ -111,17 +144,16 @@ pub(crate) struct RspSlot {
     /// `rdma/qp.rs`); the second completion finds this false and is ignored.
     read_posted: AtomicBool,
     index: u32,
-    queue: *const Queue,
 }
 
 impl_has_request!(RspSlot, state: RspState, req);
 
 /// The handler of a response slot's SEND completions.
-const SEND: u64 = 0;
+pub(crate) const SEND: u64 = 0;
 /// ... of its RDMA READ completions.
-const READ: u64 = 1;
+pub(crate) const READ: u64 = 1;
 /// ... of its RDMA WRITE completions (with T10-PI).
-const WRITE: u64 = 2;
+pub(crate) const WRITE: u64 = 2;
 
 impl_has_cqe!(RspSlot, send_cqe, 0);
 impl_has_cqe!(RspSlot, read_cqe, 1);
@@ -172,13 +204,12 @@ pub(crate) struct Io {
 }
 
 // SAFETY: slots are shared with the device and the nvmet core by design; each is used by
-// one owner at a time (see `RspSlot::state`), whichever CPU it runs on; a slot's queue
-// pointer is only followed while the queue lives (`completion::queue_of`).
+// one owner at a time (see `RspSlot::state`), whichever CPU it runs on.
 unsafe impl Send for Io {}
 // SAFETY: as above.
 unsafe impl Sync for Io {}
 
-fn new_rsp(index: u32, queue: *const Queue) -> Result<RspSlot> {
+fn new_rsp(index: u32) -> Result<RspSlot> {
     Ok(RspSlot {
         send_cqe: Cqe::new(),
         read_cqe: Cqe::new(),
@@ -198,18 +229,19 @@ fn new_rsp(index: u32, queue: *const Queue) -> Result<RspSlot> {
             req: Request::new(),
         }),
         index,
-        queue,
     })
 }
 
 impl Io {
-    /// Allocates and maps the queue's buffers and prepares its slots; `sq_depth` is the
-    /// send queue depth the QP got, `integrity` whether it offloads T10-PI. Commands
-    /// arrive in `shared` (an SRQ's slots) if given, else in receive slots of the queue's
-    /// own.
-    pub(crate) fn new(
-        queue: &Arc<Queue>,
-        id: &CmId<Queue>,
+    /// Allocates and maps the buffers of a queue of depth `recv`/`send` (the host's
+    /// receive and send queue sizes) and prepares its slots; `sq_depth` is the send queue
+    /// depth the QP got, `integrity` whether it offloads T10-PI. Commands arrive in
+    /// `shared` (an SRQ's slots) if given, else in receive slots of the queue's own.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new<H: CmHandler>(
+        id: &CmId<H>,
+        recv: u32,
+        send: u32,
         inline_size: u32,
         sq_depth: u32,
         integrity: bool,
@@ -217,15 +249,13 @@ impl Io {
     ) -> Result<Self> {
         let device = id.device().ok_or(ENODEV)?;
         let lkey = id.pd().ok_or(ENODEV)?.local_dma_lkey();
-        let recv = queue.data.recv_queue_size;
         // A response slot is busy from its command's arrival until its SEND is
         // acknowledged: `recv` commands the host awaits plus responses it has that we
         // have not seen acknowledged, which a slow completion path can let grow past
         // `send`. A command that finds no slot waits, parked, for the next one to free
         // (`handle_command`): it is served, as the C transport serves it from a separate
         // allocation, but without one. (C allocates `2 * recv` slots.)
-        let nr_rsps = recv + queue.data.send_queue_size;
-        let owner = Arc::as_ptr(queue);
+        let nr_rsps = recv + send;
         let recv_slots = match shared {
             Some(shared) => shared,
             None => Arc::new(
@@ -236,7 +266,7 @@ impl Io {
         let responses = DmaBuf::new(device, nr_rsps as usize * RESPONSE_SIZE)?;
         let mut rsps = KVVec::with_capacity(nr_rsps as usize, GFP_KERNEL)?;
         for index in 0..nr_rsps {
-            rsps.push(new_rsp(index, owner)?, GFP_KERNEL)?;
+            rsps.push(new_rsp(index)?, GFP_KERNEL)?;
         }
         // SAFETY: the queue keeps the id until its release has drained the QP and
         // reclaimed the slots (`Queue`'s `WorkItem::run`), and the slots, whose completion
@@ -333,7 +363,7 @@ impl Io {
     /// response slot `rsp_index`, while `sq` is entered.
     fn start(
         &self,
-        queue: &Queue,
+        queue: &impl Connection,
         sq: &SqEntered<'_>,
         cmd_index: u32,
         rsp_index: u32,
@@ -364,15 +394,11 @@ impl Io {
         // `Transport::Request` is `RspSlot` (`impl_has_request!`); `state` is not used
         // after a refusal or a hand-over.
         let started = unsafe {
-            state.req.init(
-                capsules,
-                offset,
-                sq,
-                queue.port.nvmet(),
-                queue.port.target().ops(),
-            )
+            state
+                .req
+                .init(capsules, offset, sq, queue.nvmet_port(), queue.ops())
         };
-        queue.stats.commands.fetch_add(1, Relaxed);
+        queue.stats().commands.fetch_add(1, Relaxed);
         match started {
             Ok(true) => {}
             // The core completed the request already (through `queue_response`).
@@ -382,7 +408,7 @@ impl Io {
                 pr_err!("cannot start the command in receive slot {cmd_index}; ending the queue\n");
                 self.return_recv(state);
                 state.in_use = false;
-                queue.free_slot(rsp.index);
+                queue.lists().free_slot(queue, rsp.index);
                 queue.close(c"command start failure");
                 return;
             }
@@ -400,7 +426,7 @@ impl Io {
                 .map_keyed(state, &command, addr, len, key, invalidate)
                 .inspect(|()| {
                     if len > 0 {
-                        queue.stats.keyed.fetch_add(1, Relaxed);
+                        queue.stats().keyed.fetch_add(1, Relaxed);
                     }
                 }),
         });
@@ -408,41 +434,22 @@ impl Io {
             state.req.fail(error.status, error.error_loc);
             return;
         }
-        if !self.execute(rsp) {
-            queue.stats.sq_full_waits.fetch_add(1, Relaxed);
+        if self.execute(rsp).is_err() {
+            queue.stats().sq_full_waits.fetch_add(1, Relaxed);
             self.wait_for_space(queue, rsp);
         }
     }
 
-    /// A command found the send queue full: it waits for a completion to return space,
-    /// or ends here if the queue's release already ended the waiting ones.
-    fn wait_for_space(&self, queue: &Queue, rsp: &RspSlot) {
-        {
-            let mut waiting = queue.waiting.lock();
-            // (the list has room for every slot: only a closed list refuses)
-            if !waiting.push_back(rsp.index) {
-                drop(waiting);
-                self.abandon(rsp);
-                return;
-            }
-            // (counted under the lock: whoever pops it decrements after this)
-            self.waiters.fetch_add(1, Relaxed);
-        }
-        // Space may have come back between the failed try and the push, from a
-        // completion that ran beside this one and saw no waiter: completions usually run
-        // one at a time, but a drain on an SRQ polls the shared CQ outside its worker.
-        self.run_waiting(queue);
-    }
-
     /// Reserves send queue space for the command's work requests and starts it: RDMA READ
-    /// of its data, or the nvmet core's execution. `false` if the send queue is full.
-    fn execute(&self, rsp: &RspSlot) -> bool {
+    /// of its data, or the nvmet core's execution. If the send queue is full, the entries
+    /// the command needs.
+    fn execute(&self, rsp: &RspSlot) -> Result<(), i32> {
         // SAFETY: this command owns the slot.
         let state = unsafe { rsp.state() };
         let needed = state.send_wrs();
         if self.sq_wr_avail.fetch_sub(needed, Relaxed) < needed {
             self.sq_wr_avail.fetch_add(needed, Relaxed);
-            return false;
+            return Err(needed);
         }
         if state.write && state.req.transfer_len() > 0 && !state.in_capsule {
             rsp.read_posted.store(true, Relaxed);
@@ -454,69 +461,19 @@ impl Io {
         } else {
             state.req.execute();
         }
-        true
+        Ok(())
     }
 
     /// Undoes what the command holds and frees its slot; then retries waiting commands.
-    fn release(&self, queue: &Queue, rsp: &RspSlot) {
+    fn release(&self, queue: &impl Connection, rsp: &RspSlot) {
         // SAFETY: the command's last step (its response SEND completed or never went out).
         let state = unsafe { rsp.state() };
         self.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
         free_data(state);
         state.in_use = false;
-        queue.free_slot(rsp.index);
+        queue.lists().free_slot(queue, rsp.index);
         self.run_waiting(queue);
-        queue.start_parked(self);
-    }
-
-    /// Starts waiting commands in order while the send queue has room.
-    fn run_waiting(&self, queue: &Queue) {
-        loop {
-            // Pairs with itself: a completion that returned space (`release`) and one that
-            // added a waiter (`wait_for_space`) both fence between their write and this
-            // read, so at least one of them sees the other's.
-            fence(SeqCst);
-            if self.waiters.load(Relaxed) == 0 {
-                return;
-            }
-            let Some(index) = queue.waiting.lock().pop_front() else {
-                return;
-            };
-            let rsp = &self.rsps[index as usize];
-            // SAFETY: off the list, the waiting command's slot is ours until it runs.
-            let needed = unsafe { rsp.state() }.send_wrs();
-            if self.execute(rsp) {
-                self.waiters.fetch_sub(1, Relaxed);
-                continue;
-            }
-            // Still no room: back to the front, still counted in `waiters`.
-            if !queue.waiting.lock().push_front(index) {
-                self.waiters.fetch_sub(1, Relaxed);
-                self.abandon(rsp);
-                return;
-            }
-            // A completion that returned space while the command was off the list found
-            // the list empty and left; its space is visible now that the push took the
-            // lock after it: look again.
-            fence(SeqCst);
-            if self.sq_wr_avail.load(Relaxed) < needed {
-                return;
-            }
-        }
-    }
-
-    /// At release, before the nvmet core waits for the queue's requests: ends the commands
-    /// still waiting for send queue space (nothing will free space for them any more) and
-    /// closes the wait list, so that a command that would wait later ends at once.
-    pub(crate) fn abandon_waiting(&self, queue: &Queue) {
-        loop {
-            let next = queue.waiting.lock().close_and_pop();
-            let Some(index) = next else {
-                return;
-            };
-            self.waiters.fetch_sub(1, Relaxed);
-            self.abandon(&self.rsps[index as usize]);
-        }
+        queue.lists().start_parked(queue, self);
     }
 
     /// Ends a command that was mapped but never executed, on a queue that is going.
@@ -548,7 +505,7 @@ impl Io {
 
 /// Starts the command that arrived in receive slot `cmd` (`len` bytes) on `queue`, or
 /// gives the slot back if the queue is going.
-pub(crate) fn handle_command(queue: &Queue, io: &Io, cmd: u32, len: u32) {
+pub(crate) fn handle_command(queue: &impl Connection, io: &Io, cmd: u32, len: u32) {
     let give_back = || io.give_back_shared(cmd);
     // (checked again for a parked command, whose queue may have closed since)
     if queue.is_disconnecting() {
@@ -558,20 +515,13 @@ pub(crate) fn handle_command(queue: &Queue, io: &Io, cmd: u32, len: u32) {
     // The state may change right after its check: hold the sq until the command was
     // handed over, or the release's `nvmet_sq_destroy` may clear `sq->ctrl` and put the
     // controller while `nvmet_req_init` parses the command with them.
-    let Some(entered) = queue.nvmet.enter() else {
+    let Some(entered) = queue.sq_cq().enter() else {
         give_back();
         return;
     };
-    let rsp = {
-        let mut free = queue.free.lock();
-        let rsp = free.pop();
-        let in_use = io.response_slots() - free.len() as u32;
-        queue.stats.rsp_peak.fetch_max(in_use, Relaxed);
-        rsp
-    };
-    let rsp = match rsp {
+    let rsp = match queue.lists().take_free(queue, io.response_slots()) {
         Some(rsp) => rsp,
-        None => match queue.park_for_slot(cmd, len) {
+        None => match queue.lists().park_for_slot(queue, cmd, len) {
             Parked::Yes => return,
             Parked::SlotFreed(rsp) => rsp,
             Parked::Full => {

@@ -7,11 +7,11 @@
 #![forbid(unsafe_code)]
 
 use crate::command::RspSlot;
+use crate::listener::PortListener;
 use crate::nvmet::{
     transport::{flags, trtype},
     Ctrl, CtrlId, PortConfig, Transport,
 };
-use crate::port::Port;
 use crate::queue::Queue;
 use crate::target::Target;
 use crate::wire::queue_size;
@@ -29,7 +29,7 @@ pub(crate) struct NvmetRdma;
 
 #[vtable]
 impl Transport for NvmetRdma {
-    type Port = Arc<Port>;
+    type Port = Arc<PortListener>;
     type Queue = Queue;
     type Request = RspSlot;
 
@@ -37,24 +37,32 @@ impl Transport for NvmetRdma {
     const MSDBD: u32 = 1;
     const FLAGS: u32 = flags::KEYED_SGLS | flags::METADATA_SUPPORTED;
 
-    fn add_port(config: PortConfig<'_>) -> Result<Arc<Port>> {
-        Port::enable(config)
+    fn add_port(config: PortConfig<'_>) -> Result<Arc<PortListener>> {
+        PortListener::enable(config)
     }
 
-    fn remove_port(port: Arc<Port>) {
+    fn remove_port(port: Arc<PortListener>) {
         port.disable();
     }
 
-    fn queue_response(rsp: &RspSlot) {
-        crate::command::queue_response(rsp);
+    fn queue_response(queue: &Queue, rsp: &RspSlot) {
+        crate::command::queue_response(queue, rsp);
     }
 
+    /// Disconnects the queues of controller `ctrl`.
     fn delete_ctrl(ctrl: CtrlId) {
-        crate::queue::delete_ctrl(ctrl);
+        if let Some(target) = Target::get() {
+            target.close_queues(|queue| queue.ctrl() == Some(ctrl));
+        }
     }
 
-    fn disc_traddr(queue: &Queue, port: Option<&Arc<Port>>, configured: &[u8], out: &mut [u8]) {
-        if port.is_some_and(|port| port.listens_on_any()) {
+    fn disc_traddr(
+        queue: &Queue,
+        port: Option<&Arc<PortListener>>,
+        configured: &[u8],
+        out: &mut [u8],
+    ) {
+        if port.is_some_and(|port| port.port().listens_on_any()) {
             // The wildcard is no address to give a host: name the one this host reached.
             queue.local_address().write_ip(out);
         } else {
@@ -70,7 +78,7 @@ impl Transport for NvmetRdma {
         // from its host.
         let mut written = None;
         target.for_each_queue(|queue| {
-            if written.is_none() && queue.nvmet.ctrl() == Some(ctrl) {
+            if written.is_none() && queue.ctrl() == Some(ctrl) {
                 written = Some(queue.peer().write_ip(out));
             }
         });

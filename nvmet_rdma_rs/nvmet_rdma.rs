@@ -18,7 +18,9 @@ mod nvmet;
 
 mod command;
 mod devices;
+mod dispatch;
 mod fabrics;
+mod listener;
 mod pi;
 mod port;
 mod protection;

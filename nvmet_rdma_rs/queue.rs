@@ -12,23 +12,19 @@
 // check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
-use crate::command::Io;
-use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, SqCq};
+use crate::command::{Connection, Io, QueueStats, SlotLists, RESPONSE_SIZE};
+use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, EnabledPort, OpsRef, SqCq};
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
-    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Device, Pd, PollContext, QpCaps,
-    SocketAddr,
+    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Pd, PollContext, QpCaps, SocketAddr,
 };
-use crate::send_wait::SendWaitList;
+use crate::target::{ListedQueue, Target};
 use crate::wire::ConnectData;
-use core::sync::atomic::{
-    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8,
-    Ordering::{Relaxed, SeqCst},
-};
+use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use kernel::{
-    fmt, new_mutex, new_spinlock,
+    fmt, new_mutex,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex, SetOnce, SpinLock},
+    sync::{Arc, ArcBorrow, Mutex, SetOnce},
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -41,54 +37,19 @@ const DISCONNECTING: u8 = 2;
 /// transport's are.
 pub(crate) const MAX_TRANSFER_PAGES: u32 = 1 << 8;
 
-/// What an operator wants to know about a queue (debugfs `queues`).
-#[derive(Default)]
-pub(crate) struct QueueStats {
-    /// Commands received and handed to the nvmet core.
-    pub(crate) commands: AtomicU64,
-    /// Bytes the target RDMA READ from the host (host-to-controller data).
-    pub(crate) read_bytes: AtomicU64,
-    /// Bytes the target RDMA WROTE to the host (controller-to-host data).
-    pub(crate) write_bytes: AtomicU64,
-    /// Commands whose data came in the capsule.
-    pub(crate) in_capsule: AtomicU64,
-    /// Commands whose data moved by RDMA READ or WRITE (a keyed SGL).
-    pub(crate) keyed: AtomicU64,
-    /// Times a command waited for send queue space.
-    pub(crate) sq_full_waits: AtomicU64,
-    /// The most response slots in use at once (of `Io::response_slots`): how close the
-    /// host came to the bound a well-behaved host stays within.
-    pub(crate) rsp_peak: AtomicU32,
-    /// Commands that found every response slot busy and waited for one.
-    pub(crate) rsp_waits: AtomicU64,
-    /// Failed work completions and malformed capsules.
-    pub(crate) errors: AtomicU64,
-    /// Second completions of one RDMA READ (siw, on a flush), ignored.
-    pub(crate) duplicate_completions: AtomicU64,
-}
-
-/// What became of a command that found no free response slot.
-pub(crate) enum Parked {
-    /// It waits for the next slot to free.
-    Yes,
-    /// A slot freed meanwhile: the command takes it.
-    SlotFreed(u32),
-    /// The host exceeded its depth; the queue is ending.
-    Full,
-}
-
 /// One host connection; see the module documentation.
 #[pin_data]
 pub(crate) struct Queue {
     #[pin]
     pub(crate) nvmet: SqCq,
     number: u32,
-    pub(crate) port: Arc<Port>,
-    pub(crate) data: ConnectData,
+    port: Arc<Port>,
+    target: Arc<Target>,
+    data: ConnectData,
     peer: SocketAddr,
     local: SocketAddr,
     /// The RDMA device the connection came in on, as an address: only compared, never
-    /// followed (see [`Queue::is_on_device`]).
+    /// followed (see [`ListedQueue::device_key`]).
     device: usize,
     /// RDMA READs the host lets us have outstanding.
     initiator_depth: u8,
@@ -100,24 +61,11 @@ pub(crate) struct Queue {
     #[pin]
     id: Mutex<Option<CmId<Queue>>>,
     /// Buffers and work request contexts, set up once before the accept.
-    pub(crate) io: SetOnce<Io>,
-    /// Response slots not in use. Its capacity is the number of slots and it holds each
-    /// slot at most once, so a release never allocates (`push_within_capacity`).
+    io: SetOnce<Io>,
+    /// Free response slots and waiting commands; filled at setup.
     #[pin]
-    pub(crate) free: SpinLock<KVec<u32>>,
-    /// Response slots waiting for send queue space.
-    #[pin]
-    pub(crate) waiting: SpinLock<SendWaitList>,
-    /// Commands that found every response slot busy, oldest first, as (receive slot,
-    /// bytes received): the next slot freed starts one; the release discards what is
-    /// left.
-    #[pin]
-    parked: SpinLock<KVec<(u32, u32)>>,
-    /// Entries in `parked`, for a lock-free check when a slot frees.
-    parked_n: AtomicU32,
-    /// The host sent more commands than its depth allows (logged once).
-    depth_exceeded: AtomicBool,
-    pub(crate) stats: QueueStats,
+    lists: SlotLists,
+    stats: QueueStats,
     #[pin]
     setup_work: Work<Queue, 1>,
     #[pin]
@@ -132,16 +80,15 @@ impl_has_work! {
 impl_has_sq_cq!(Queue, nvmet);
 
 impl Queue {
-    /// Takes a validated connect request on `port`: adopts it and queues the setup. If
-    /// that is impossible, rejects the request (no resources).
+    /// Takes a validated connect request on `port` of `target`: adopts it and queues the
+    /// setup. If that is impossible, rejects the request (no resources).
     pub(crate) fn start(
+        target: &Arc<Target>,
         port: &Arc<Port>,
         data: ConnectData,
         request: ConnectRequest<'_>,
     ) -> Result {
-        let target = port.target().clone();
         let number = target.next_queue_number();
-        let queue_port = port.clone();
         let peer = request.peer();
         let local = request.local();
         let device = request.device().as_raw() as usize;
@@ -150,7 +97,8 @@ impl Queue {
             try_pin_init!(Self {
                 nvmet <- SqCq::new(),
                 number,
-                port: queue_port,
+                port: port.clone(),
+                target: target.clone(),
                 data,
                 peer,
                 local,
@@ -160,11 +108,7 @@ impl Queue {
                 pending <- new_mutex!(None),
                 id <- new_mutex!(None),
                 io: SetOnce::new(),
-                free <- new_spinlock!(KVec::new()),
-                waiting <- new_spinlock!(SendWaitList::new()),
-                parked <- new_spinlock!(KVec::new()),
-                parked_n: AtomicU32::new(0),
-                depth_exceeded: AtomicBool::new(false),
+                lists <- SlotLists::new(),
                 stats: QueueStats::default(),
                 setup_work <- new_work!("Queue::setup_work"),
                 release_work <- new_work!("Queue::release_work"),
@@ -175,7 +119,7 @@ impl Queue {
         // The id is in `pending` before the queue is listed: a close that finds the queue
         // finds the id, and its release takes it.
         let listed = queue.and_then(|queue| {
-            target.add_queue(&queue, || {
+            target.add_queue(queue.clone(), || {
                 if let Some(request) = request.take() {
                     *queue.pending.lock() = Some(request.adopt(queue.clone()));
                 }
@@ -195,167 +139,9 @@ impl Queue {
         Ok(())
     }
 
-    /// Whether the queue came in through `port`.
-    pub(crate) fn is_on(&self, port: &Port) -> bool {
-        core::ptr::eq(&*self.port, port)
-    }
-
-    /// Whether the connection came in on `device`.
-    pub(crate) fn is_on_device(&self, device: &Device) -> bool {
-        self.device == device.as_raw() as usize
-    }
-
-    /// The device as an address, to compare with other queues' and SRQ sets'.
-    pub(crate) fn device_key(&self) -> usize {
-        self.device
-    }
-
-    /// The host's address.
-    pub(crate) fn peer(&self) -> SocketAddr {
-        self.peer
-    }
-
     /// The address the host connected to.
     pub(crate) fn local_address(&self) -> SocketAddr {
         self.local
-    }
-
-    /// Whether the queue is being torn down (commands are dropped).
-    pub(crate) fn is_disconnecting(&self) -> bool {
-        self.state.load(Relaxed) == DISCONNECTING
-    }
-
-    /// Starts the teardown: marks the queue disconnecting and queues its release. Takes
-    /// no lock, so completion callbacks in any context may call it.
-    pub(crate) fn close(&self, why: &CStr) {
-        if self.state.swap(DISCONNECTING, Relaxed) == DISCONNECTING {
-            return;
-        }
-        pr_debug!(
-            "queue {} closing ({})\n",
-            self.number,
-            why.to_str().unwrap_or("?")
-        );
-        // SAFETY: every `Queue` lives in an `Arc` (see `start`), and `self` is borrowed
-        // from it for this call.
-        let this: Arc<Self> = unsafe { ArcBorrow::from_raw(self) }.into();
-        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this.clone());
-    }
-
-    /// Parks a command that found no free response slot, unless one freed meanwhile.
-    pub(crate) fn park_for_slot(&self, cmd: u32, len: u32) -> Parked {
-        let mut parked = self.parked.lock();
-        if !self.park(&mut parked, cmd, len) {
-            drop(parked);
-            self.exceeded_depth();
-            return Parked::Full;
-        }
-        // Slots free in completion callbacks, which usually run one at a time, but not
-        // always (a drain on an SRQ polls the shared CQ directly). Pairs with the fence in
-        // `start_parked`: either the release that freed a slot sees this entry, or this
-        // sees the slot.
-        fence(SeqCst);
-        if let Some(rsp) = self.free.lock().pop() {
-            let _ = parked.pop();
-            self.parked_n.fetch_sub(1, Relaxed);
-            return Parked::SlotFreed(rsp);
-        }
-        self.stats.rsp_waits.fetch_add(1, Relaxed);
-        Parked::Yes
-    }
-
-    /// Adds an entry to `parked` (locked by the caller) within its capacity: `false` if
-    /// it is full.
-    fn park(&self, parked: &mut KVec<(u32, u32)>, cmd: u32, len: u32) -> bool {
-        // The capacity covers every receive the host may have outstanding.
-        if parked.push_within_capacity((cmd, len)).is_err() {
-            return false;
-        }
-        self.parked_n.fetch_add(1, Relaxed);
-        true
-    }
-
-    /// A host sent more commands than its queue depth allows: ends the queue (one log
-    /// line per queue, however many more it sends).
-    fn exceeded_depth(&self) {
-        if self.depth_exceeded.swap(true, Relaxed) {
-            return;
-        }
-        pr_err!(
-            "queue {}: host {} sent more commands than its queue depth ({}) allows; ending the queue\n",
-            self.number,
-            self.peer,
-            self.data.recv_queue_size
-        );
-        self.fatal_error();
-    }
-
-    /// Puts a response slot back on the free list. Never allocates: the list has room for
-    /// every slot, and holds each at most once, so only a second release of one slot can
-    /// find it full (logged, the slot is not listed twice).
-    pub(crate) fn free_slot(&self, index: u32) {
-        if self.free.lock().push_within_capacity(index).is_err() {
-            pr_err!(
-                "queue {}: response slot {} released twice\n",
-                self.number,
-                index
-            );
-        }
-    }
-
-    /// A response slot was freed: starts the oldest parked command, if any.
-    pub(crate) fn start_parked(&self, io: &Io) {
-        // Pairs with the fence in `park_for_slot`.
-        fence(SeqCst);
-        if self.parked_n.load(Relaxed) == 0 {
-            return;
-        }
-        let next = {
-            let mut parked = self.parked.lock();
-            if parked.is_empty() {
-                return;
-            }
-            self.parked_n.fetch_sub(1, Relaxed);
-            parked.remove(0).ok()
-        };
-        if let Some((cmd, len)) = next {
-            crate::command::handle_command(self, io, cmd, len);
-        }
-    }
-
-    /// Gives back the receive slots of commands that never started, after the QP was
-    /// drained.
-    fn discard_parked(&self) {
-        let Some(io) = self.io.as_ref() else {
-            return;
-        };
-        loop {
-            let next = {
-                let mut parked = self.parked.lock();
-                let next = parked.pop();
-                if next.is_some() {
-                    self.parked_n.fetch_sub(1, Relaxed);
-                }
-                next
-            };
-            let Some((cmd, _)) = next else {
-                return;
-            };
-            io.give_back_shared(cmd);
-        }
-    }
-
-    /// A fatal transport error: ends the controller (which deletes its queues) or, before
-    /// the host's Connect installed one, this queue.
-    pub(crate) fn fatal_error(&self) {
-        self.stats.errors.fetch_add(1, Relaxed);
-        if self.is_disconnecting() {
-            // Going already; its controller may be going too.
-            return;
-        }
-        if !self.nvmet.fatal_error() {
-            self.close(c"transport error");
-        }
     }
 
     /// Creates the QP and buffers, posts the receives (unless an SRQ has them) and
@@ -386,11 +172,11 @@ impl Queue {
             // As the C transport: only I/O queues carry data with PI.
             integrity: pi && data.qid != 0,
             // Responses are small enough to go inline where the device allows it.
-            inline_data: crate::command::RESPONSE_SIZE as u32,
+            inline_data: RESPONSE_SIZE as u32,
         };
         let shared = if crate::srq::use_srq.get() {
-            let target = this.port.target();
-            target.shared_recv(device, port_inline_size, caps.vector)?
+            this.target
+                .shared_recv(device, port_inline_size, caps.vector)?
         } else {
             None
         };
@@ -400,19 +186,9 @@ impl Queue {
         };
         // (The admin queue never takes in-capsule data, even from an SRQ's slots.)
         let inline_size = if data.qid == 0 { 0 } else { port_inline_size };
-        let io = Io::new(this, id, inline_size, granted, caps.integrity, shared)?;
-        let slots = io.response_slots() as usize;
-        let mut free = KVec::with_capacity(slots, GFP_KERNEL)?;
-        for slot in (0..io.response_slots()).rev() {
-            free.push(slot, GFP_KERNEL)?;
-        }
-        let mut waiting = SendWaitList::with_capacity(slots)?;
-        // (at most one parked command per receive the host may have outstanding)
-        let mut parked = KVec::with_capacity(data.recv_queue_size as usize, GFP_KERNEL)?;
-        // The lists keep their capacity: completions never allocate.
-        core::mem::swap(&mut *this.free.lock(), &mut free);
-        core::mem::swap(&mut *this.waiting.lock(), &mut waiting);
-        core::mem::swap(&mut *this.parked.lock(), &mut parked);
+        let (recv, send) = (data.recv_queue_size, data.send_queue_size);
+        let io = Io::new(id, recv, send, inline_size, granted, caps.integrity, shared)?;
+        this.lists.fill(io.response_slots(), recv)?;
         if !this.io.populate(io) {
             return Err(EBUSY);
         }
@@ -461,10 +237,126 @@ impl Queue {
     }
 }
 
-/// `delete_ctrl`: disconnects the queues of controller `ctrl`.
-pub(crate) fn delete_ctrl(ctrl: CtrlId) {
-    if let Some(target) = crate::target::Target::get() {
-        target.close_queues(|queue| queue.nvmet.ctrl() == Some(ctrl));
+impl Queue {
+    /// Whether the queue is being torn down (commands are dropped).
+    pub(crate) fn is_disconnecting(&self) -> bool {
+        self.state.load(Relaxed) == DISCONNECTING
+    }
+
+    /// Starts the teardown: marks the queue disconnecting and queues its release. Takes
+    /// no lock, so completion callbacks in any context may call it.
+    pub(crate) fn close(&self, why: &CStr) {
+        if self.state.swap(DISCONNECTING, Relaxed) == DISCONNECTING {
+            return;
+        }
+        pr_debug!(
+            "queue {} closing ({})\n",
+            self.number,
+            why.to_str().unwrap_or("?")
+        );
+        // SAFETY: every `Queue` lives in an `Arc` (see `start`), and `self` is borrowed
+        // from it for this call.
+        let this: Arc<Self> = unsafe { ArcBorrow::from_raw(self) }.into();
+        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this.clone());
+    }
+
+    /// A fatal transport error: ends the controller (which deletes its queues) or, before
+    /// the host's Connect installed one, this queue.
+    pub(crate) fn fatal_error(&self) {
+        self.stats.errors.fetch_add(1, Relaxed);
+        if self.is_disconnecting() {
+            // Going already; its controller may be going too.
+            return;
+        }
+        if !self.nvmet.fatal_error() {
+            self.close(c"transport error");
+        }
+    }
+}
+
+impl Connection for Queue {
+    fn io(&self) -> Option<&Io> {
+        self.io.as_ref()
+    }
+
+    fn lists(&self) -> &SlotLists {
+        &self.lists
+    }
+
+    fn stats(&self) -> &QueueStats {
+        &self.stats
+    }
+
+    fn sq_cq(&self) -> &SqCq {
+        &self.nvmet
+    }
+
+    fn nvmet_port(&self) -> &EnabledPort {
+        self.port.nvmet()
+    }
+
+    fn ops(&self) -> OpsRef {
+        self.target.ops()
+    }
+
+    fn number(&self) -> u32 {
+        self.number
+    }
+
+    fn is_disconnecting(&self) -> bool {
+        Queue::is_disconnecting(self)
+    }
+
+    fn close(&self, why: &CStr) {
+        Queue::close(self, why)
+    }
+
+    fn fatal_error(&self) {
+        Queue::fatal_error(self)
+    }
+
+    fn exceeded_depth(&self) {
+        pr_err!(
+            "queue {}: host {} sent more commands than its queue depth ({}) allows; ending the queue\n",
+            self.number,
+            self.peer,
+            self.data.recv_queue_size
+        );
+        self.fatal_error();
+    }
+}
+
+impl ListedQueue for Queue {
+    fn device_key(&self) -> usize {
+        self.device
+    }
+
+    fn is_admin(&self) -> bool {
+        self.data.qid == 0
+    }
+
+    fn is_disconnecting(&self) -> bool {
+        Queue::is_disconnecting(self)
+    }
+
+    fn is_on(&self, port: &Port) -> bool {
+        core::ptr::eq(&*self.port, port)
+    }
+
+    fn ctrl(&self) -> Option<CtrlId> {
+        self.nvmet.ctrl()
+    }
+
+    fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    fn close(&self, why: &CStr) {
+        Queue::close(self, why)
+    }
+
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.show(f)
     }
 }
 
@@ -535,15 +427,15 @@ impl WorkItem<2> for Queue {
             let _ = id.disconnect();
         }
         if let Some(io) = this.io.as_ref() {
-            io.abandon_waiting(&this);
+            io.abandon_waiting(&*this);
         }
         // Waits for every request: those in RDMA are flushed by the disconnect.
         this.nvmet.destroy();
         if let Some(id) = &id {
             id.shut_down();
         }
-        this.discard_parked();
         if let Some(io) = this.io.as_ref() {
+            this.lists.discard_parked(io);
             io.reclaim();
         }
         drop(id);
@@ -563,6 +455,6 @@ impl WorkItem<2> for Queue {
                 duplicates
             );
         }
-        this.port.target().remove_queue(&this);
+        this.target.remove_queue(&*this);
     }
 }

@@ -2,23 +2,45 @@
 
 //! The transport's global state: its ports, its queues, and the workqueue their setup
 //! and release run on. The nvmet core's callbacks find it through [`Target::get`].
+//!
+//! It sits below the ports' listeners and the queues, which hold it: it knows a queue
+//! only through [`ListedQueue`].
 
 // Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
 // check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
-use crate::nvmet::OpsRef;
+use crate::nvmet::{CtrlId, OpsRef};
 use crate::port::{Port, BACKLOG};
-use crate::queue::Queue;
-use crate::rdma::{Device, OwnedQueue};
+use crate::rdma::{Device, OwnedQueue, SocketAddr};
 use crate::recv::RecvSlots;
 use crate::srq::SrqSet;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use kernel::{
-    new_condvar, new_mutex,
+    fmt, new_condvar, new_mutex,
     prelude::*,
     sync::{Arc, CondVar, Mutex},
 };
+
+/// What the target needs to know of a queue it lists.
+pub(crate) trait ListedQueue: Send + Sync {
+    /// The RDMA device the queue is on, as an address (only compared).
+    fn device_key(&self) -> usize;
+    /// Whether it is an admin queue (the first of a new controller).
+    fn is_admin(&self) -> bool;
+    /// Whether the queue is being torn down.
+    fn is_disconnecting(&self) -> bool;
+    /// Whether the queue came in through `port`.
+    fn is_on(&self, port: &Port) -> bool;
+    /// The controller the queue belongs to, once the host's Connect installed it.
+    fn ctrl(&self) -> Option<CtrlId>;
+    /// The host's address.
+    fn peer(&self) -> SocketAddr;
+    /// Starts the queue's teardown; its release takes it off the list.
+    fn close(&self, why: &CStr);
+    /// debugfs `queues`: one line for the queue.
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
 
 kernel::sync::global_lock! {
     // SAFETY: initialised in `Target::install`, before the transport registers.
@@ -31,7 +53,7 @@ pub(crate) struct Target {
     #[pin]
     ports: Mutex<KVec<Arc<Port>>>,
     #[pin]
-    queues: Mutex<KVec<Arc<Queue>>>,
+    queues: Mutex<KVec<Arc<dyn ListedQueue>>>,
     /// SRQs of the devices with queues (`use_srq`).
     #[pin]
     srq_sets: Mutex<KVec<SrqSet>>,
@@ -122,7 +144,7 @@ impl Target {
     /// the C transport's guard). `publish` runs first, under the list's lock once room is
     /// made: what it stores (the CM id) is there for any close that finds the queue.
     /// Nothing fails after `publish`.
-    pub(crate) fn add_queue(&self, queue: &Arc<Queue>, publish: impl FnOnce()) -> Result {
+    pub(crate) fn add_queue(&self, queue: Arc<dyn ListedQueue>, publish: impl FnOnce()) -> Result {
         let mut queues = self.queues.lock();
         let device = queue.device_key();
         if self.removing_any.load(Relaxed) != 0
@@ -130,7 +152,7 @@ impl Target {
         {
             return Err(ENODEV);
         }
-        if queue.data.qid == 0 {
+        if queue.is_admin() {
             let going = queues.iter().filter(|q| q.is_disconnecting()).count();
             if going > BACKLOG as usize {
                 pr_warn!(
@@ -144,15 +166,15 @@ impl Target {
         queues.reserve(1, GFP_KERNEL)?;
         publish();
         // (room was made above, under this lock)
-        let _ = queues.push_within_capacity(queue.clone());
+        let _ = queues.push_within_capacity(queue);
         Ok(())
     }
 
     /// Takes a released queue off the list; the SRQs of its device go with its last
     /// queue.
-    pub(crate) fn remove_queue(&self, queue: &Queue) {
+    pub(crate) fn remove_queue(&self, queue: &dyn ListedQueue) {
         let mut queues = self.queues.lock();
-        if let Some(index) = queues.iter().position(|q| core::ptr::eq(&**q, queue)) {
+        if let Some(index) = queues.iter().position(|q| core::ptr::addr_eq(&**q, queue)) {
             let _ = queues.remove(index);
         }
         let device = queue.device_key();
@@ -186,17 +208,17 @@ impl Target {
     }
 
     /// Calls `f` for every queue.
-    pub(crate) fn for_each_queue(&self, mut f: impl FnMut(&Arc<Queue>)) {
+    pub(crate) fn for_each_queue(&self, mut f: impl FnMut(&dyn ListedQueue)) {
         for queue in self.queues.lock().iter() {
-            f(queue);
+            f(&**queue);
         }
     }
 
     /// Disconnects every queue `which` selects (their release follows on the workqueue).
     /// (Under the list's lock, allocating nothing: `close` only marks the queue and
     /// queues its release.)
-    pub(crate) fn close_queues(&self, which: impl Fn(&Queue) -> bool) {
-        for queue in self.queues.lock().iter().filter(|q| which(q)) {
+    pub(crate) fn close_queues(&self, which: impl Fn(&dyn ListedQueue) -> bool) {
+        for queue in self.queues.lock().iter().filter(|q| which(&***q)) {
             queue.close(c"port or controller going away");
         }
     }
@@ -216,14 +238,14 @@ impl Target {
             self.removing_any.fetch_add(1, Relaxed);
         }
         let mut ended = 0;
-        for queue in queues.iter().filter(|q| q.is_on_device(device)) {
+        for queue in queues.iter().filter(|q| q.device_key() == key) {
             queue.close(c"device going away");
             ended += 1;
         }
         // Uninterruptible: with a signal pending (`rdma link delete`, `rmmod`) an
         // interruptible wait returns at once, in a loop. Bounded: nothing joins the
         // device any more. `remove_queue` changes the list under this lock and notifies.
-        while queues.iter().any(|q| q.is_on_device(device)) {
+        while queues.iter().any(|q| q.device_key() == key) {
             self.emptied.wait(&mut queues);
         }
         match slot {

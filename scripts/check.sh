@@ -19,6 +19,9 @@ result host/count-report $?
 
 make -s -C "$REPO_ROOT" fmt-check
 result host/rustfmt $?
+# The transport's modules import in one direction; `bindings::` only in the layers.
+python3 "$REPO_ROOT/tests/host/check_layers.py"
+result host/layers $?
 
 # The transport's network parsing (nvmet_rdma_rs/wire.rs) and T10-PI signature set-up
 # (nvmet_rdma_rs/protection.rs), unit-tested on the host.

@@ -2,40 +2,21 @@
 
 //! The completions of a command's work requests (its receive, its RDMA READ, its RDMA
 //! WRITEs with T10-PI, its response SEND) and `queue_response`, the nvmet core's
-//! completion of the request.
+//! completion of the request. The queue's completion handlers (`dispatch`) find the
+//! queue of a completion and call these.
 
-// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
-// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
+// Still holds `unsafe`: slot-ownership promises the binding layers cannot check yet
+// (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
-use super::{free_data, free_rw, handle_command, Io, RspSlot, RspState, READ, SEND, WRITE};
-use crate::queue::Queue;
-use crate::rdma::{CmId, CqeHandler, WorkCompletion};
-use crate::recv::CmdSlot;
+use super::{free_data, free_rw, handle_command, Connection, Io, RspSlot, RspState};
+use crate::rdma::WorkCompletion;
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::prelude::*;
 
-impl CqeHandler<SEND> for RspSlot {
-    fn done(&self, wc: &WorkCompletion) {
-        send_done(self, wc);
-    }
-}
-
-impl CqeHandler<READ> for RspSlot {
-    fn done(&self, wc: &WorkCompletion) {
-        read_done(self, wc);
-    }
-}
-
-impl CqeHandler<WRITE> for RspSlot {
-    fn done(&self, wc: &WorkCompletion) {
-        write_done(self, wc);
-    }
-}
-
 /// Logs a failed work completion (flushes are teardown, quiet) and ends the queue.
-fn failed(queue: &Queue, what: &str, wc: &WorkCompletion) {
+fn failed(queue: &impl Connection, what: &str, wc: &WorkCompletion) {
     if wc.is_flush() {
         return;
     }
@@ -48,31 +29,13 @@ fn failed(queue: &Queue, what: &str, wc: &WorkCompletion) {
     queue.fatal_error();
 }
 
-/// The queue a response slot belongs to.
-fn queue_of(rsp: &RspSlot) -> &Queue {
-    // SAFETY: a slot's queue outlives its slots' work requests and requests: it drains its
-    // QP and waits for the nvmet core before it frees them.
-    unsafe { &*rsp.queue }
-}
-
-impl CqeHandler for CmdSlot {
-    fn done(&self, wc: &WorkCompletion) {
-        recv_done(self, wc);
-    }
-}
-
-/// A receive completed (`slot`'s [`CqeHandler`]).
-fn recv_done(slot: &CmdSlot, wc: &WorkCompletion) {
-    // SAFETY: a receive completes on the QP that took it: the queue's QP, made by
-    // `create_qp` (its own slots) or `create_qp_on_srq` (an SRQ's) on the queue's
-    // `CmId<Queue>`; the queue and its QP live until the QP is drained, which processes
-    // this completion first.
-    let queue = unsafe { CmId::<Queue>::handler_of_qp(wc.qp()) };
-    let Some(io) = queue.io.as_ref() else {
+/// A receive of `queue` into receive slot `cmd` completed.
+pub(crate) fn recv_done(queue: &impl Connection, cmd: u32, wc: &WorkCompletion) {
+    let Some(io) = queue.io() else {
         return;
     };
     // A shared slot goes back to its SRQ whenever no command takes it.
-    let give_back = || io.give_back_shared(slot.index);
+    let give_back = || io.give_back_shared(cmd);
     if !wc.is_ok() {
         give_back();
         failed(queue, "RECV", wc);
@@ -91,7 +54,7 @@ fn recv_done(slot: &CmdSlot, wc: &WorkCompletion) {
         give_back();
         return;
     }
-    handle_command(queue, io, slot.index, wc.byte_len);
+    handle_command(queue, io, cmd, wc.byte_len);
 }
 
 /// The data path of a command whose RDMA transfer (its READ, or its WRITEs with T10-PI)
@@ -100,22 +63,21 @@ fn recv_done(slot: &CmdSlot, wc: &WorkCompletion) {
 // `RspSlot::state`.)
 #[allow(clippy::mut_from_ref)]
 fn transfer_completed<'a>(
-    queue: &'a Queue,
+    queue: &'a impl Connection,
     rsp: &'a RspSlot,
 ) -> Option<(&'a Io, &'a mut RspState)> {
-    let io = queue.io.as_ref()?;
+    let io = queue.io()?;
     // SAFETY: the transfer was the command's step in progress: it owns the slot.
     let state = unsafe { rsp.state() };
     io.sq_wr_avail.fetch_add(state.n_rdma as i32, Relaxed);
     Some((io, state))
 }
 
-/// An RDMA READ of a command's data, posted by [`Io::execute`], completed.
-fn read_done(rsp: &RspSlot, wc: &WorkCompletion) {
-    let queue = queue_of(rsp);
+/// An RDMA READ of a command's data on `queue`, posted by [`Io::execute`], completed.
+pub(crate) fn read_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
     if !rsp.read_posted.swap(false, Relaxed) {
         // A provider's second completion of the same READ: the first one ran already.
-        queue.stats.duplicate_completions.fetch_add(1, Relaxed);
+        queue.stats().duplicate_completions.fetch_add(1, Relaxed);
         return;
     }
     let Some((io, state)) = transfer_completed(queue, rsp) else {
@@ -131,7 +93,7 @@ fn read_done(rsp: &RspSlot, wc: &WorkCompletion) {
         return;
     }
     queue
-        .stats
+        .stats()
         .read_bytes
         .fetch_add(state.req.transfer_len() as u64, Relaxed);
     let pi_status = if state.rw.is_signature() {
@@ -149,8 +111,7 @@ fn read_done(rsp: &RspSlot, wc: &WorkCompletion) {
 
 /// The RDMA WRITEs of a command's data with T10-PI, posted by [`queue_response`],
 /// completed: the response goes out now, with the PI error the signature MR found, if any.
-fn write_done(rsp: &RspSlot, wc: &WorkCompletion) {
-    let queue = queue_of(rsp);
+pub(crate) fn write_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
     let Some((io, state)) = transfer_completed(queue, rsp) else {
         return;
     };
@@ -180,9 +141,8 @@ fn write_done(rsp: &RspSlot, wc: &WorkCompletion) {
 }
 
 /// A response SEND, posted by [`queue_response`], completed.
-fn send_done(rsp: &RspSlot, wc: &WorkCompletion) {
-    let queue = queue_of(rsp);
-    if let Some(io) = queue.io.as_ref() {
+pub(crate) fn send_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
+    if let Some(io) = queue.io() {
         io.release(queue, rsp);
     }
     if !wc.is_ok() {
@@ -191,10 +151,9 @@ fn send_done(rsp: &RspSlot, wc: &WorkCompletion) {
 }
 
 /// `queue_response`: the nvmet core completed the request of `rsp` (passed to
-/// `nvmet_req_init` by [`Io::start`]); send its data and response.
-pub(crate) fn queue_response(rsp: &RspSlot) {
-    let queue = queue_of(rsp);
-    let Some(io) = queue.io.as_ref() else {
+/// `nvmet_req_init` by [`Io::start`] on `queue`); send its data and response.
+pub(crate) fn queue_response(queue: &impl Connection, rsp: &RspSlot) {
+    let Some(io) = queue.io() else {
         return;
     };
     // SAFETY: completing the request hands the slot back to this command's last steps.
@@ -212,7 +171,7 @@ pub(crate) fn queue_response(rsp: &RspSlot) {
     let with_data = data_out && state.req.status() == 0 && state.rw.is_mapped();
     if with_data {
         queue
-            .stats
+            .stats()
             .write_bytes
             .fetch_add(transfer_len as u64, Relaxed);
     }

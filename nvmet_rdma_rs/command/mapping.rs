@@ -8,9 +8,8 @@
 // check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
-use super::{Io, RspState};
+use super::{Connection, Io, RspState};
 use crate::nvmet::{request::DataSgls, Request};
-use crate::queue::Queue;
 use crate::rdma::rw::{Direction, Remote};
 use crate::wire::{self, status, COMMAND_SIZE};
 use crate::{pi, protection};
@@ -21,7 +20,7 @@ impl Io {
     /// Points the request at the in-capsule data, after checking it.
     pub(super) fn map_in_capsule(
         &self,
-        queue: &Queue,
+        queue: &impl Connection,
         state: &mut RspState,
         command: &[u8; COMMAND_SIZE],
         offset: u64,
@@ -57,7 +56,7 @@ impl Io {
             state.req.use_sgl(sg, count, len);
         }
         state.in_capsule = true;
-        queue.stats.in_capsule.fetch_add(1, Relaxed);
+        queue.stats().in_capsule.fetch_add(1, Relaxed);
         Ok(())
     }
 

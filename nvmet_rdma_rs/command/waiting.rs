@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Commands waiting for send queue space: a command whose work requests do not fit in
+//! the send queue waits, in order, for the completions that return space.
+
+#![forbid(unsafe_code)]
+
+use super::{Connection, Io, RspSlot};
+use core::sync::atomic::{
+    fence,
+    Ordering::{Relaxed, SeqCst},
+};
+
+impl Io {
+    /// A command found the send queue full: it waits for a completion to return space,
+    /// or ends here if the queue's release already ended the waiting ones.
+    pub(super) fn wait_for_space(&self, queue: &impl Connection, rsp: &RspSlot) {
+        {
+            let mut waiting = queue.lists().waiting.lock();
+            // (the list has room for every slot: only a closed list refuses)
+            if !waiting.push_back(rsp.index) {
+                drop(waiting);
+                self.abandon(rsp);
+                return;
+            }
+            // (counted under the lock: whoever pops it decrements after this)
+            self.waiters.fetch_add(1, Relaxed);
+        }
+        // Space may have come back between the failed try and the push, from a
+        // completion that ran beside this one and saw no waiter: completions usually run
+        // one at a time, but a drain on an SRQ polls the shared CQ outside its worker.
+        self.run_waiting(queue);
+    }
+
+    /// Starts waiting commands in order while the send queue has room.
+    pub(super) fn run_waiting(&self, queue: &impl Connection) {
+        loop {
+            // Pairs with itself: a completion that returned space (`release`) and one that
+            // added a waiter (`wait_for_space`) both fence between their write and this
+            // read, so at least one of them sees the other's.
+            fence(SeqCst);
+            if self.waiters.load(Relaxed) == 0 {
+                return;
+            }
+            let Some(index) = queue.lists().waiting.lock().pop_front() else {
+                return;
+            };
+            let rsp = &self.rsps[index as usize];
+            let Err(needed) = self.execute(rsp) else {
+                self.waiters.fetch_sub(1, Relaxed);
+                continue;
+            };
+            // Still no room: back to the front, still counted in `waiters`.
+            if !queue.lists().waiting.lock().push_front(index) {
+                self.waiters.fetch_sub(1, Relaxed);
+                self.abandon(rsp);
+                return;
+            }
+            // A completion that returned space while the command was off the list found
+            // the list empty and left; its space is visible now that the push took the
+            // lock after it: look again.
+            fence(SeqCst);
+            if self.sq_wr_avail.load(Relaxed) < needed {
+                return;
+            }
+        }
+    }
+
+    /// At release, before the nvmet core waits for the queue's requests: ends the commands
+    /// still waiting for send queue space (nothing will free space for them any more) and
+    /// closes the wait list, so that a command that would wait later ends at once.
+    pub(crate) fn abandon_waiting(&self, queue: &impl Connection) {
+        loop {
+            let next = queue.lists().waiting.lock().close_and_pop();
+            let Some(index) = next else {
+                return;
+            };
+            self.waiters.fetch_sub(1, Relaxed);
+            self.abandon(&self.rsps[index as usize]);
+        }
+    }
+}
