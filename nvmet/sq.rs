@@ -79,7 +79,10 @@ impl SqCq {
         // `__PERCPU_REF_DEAD` set, so the try then fails without using its counters.
         let live =
             unsafe { bindings::rdma_rs_percpu_ref_tryget_live(&raw mut (*self.sq.get()).ref_) };
-        live.then_some(SqEntered(self))
+        // INVARIANT: a guard exists only for a reference taken here. (Built only then:
+        // `then_some` would build it, and drop it, which puts a reference, even when the
+        // try failed.)
+        live.then(|| SqEntered(self))
     }
 
     /// The submission queue, for the core's calls.
@@ -128,6 +131,11 @@ impl SqCq {
 }
 
 /// A reference on a live sq, from [`SqCq::enter`].
+///
+/// # Invariants
+///
+/// The guard holds one reference on the sq's `ref`, taken by [`SqCq::enter`]; dropping it
+/// puts that reference.
 pub(crate) struct SqEntered<'a>(&'a SqCq);
 
 impl SqEntered<'_> {
