@@ -24,6 +24,7 @@
 
 pub(crate) mod abi;
 pub(crate) mod ctrl;
+mod kunit;
 pub(crate) mod port;
 pub(crate) mod request;
 pub(crate) mod sq;

@@ -16,6 +16,10 @@ mod rdma;
 #[path = "../nvmet/mod.rs"]
 mod nvmet;
 
+// The RDMA layer's KUnit suites, run here only (see the file).
+#[path = "../rdma/kunit.rs"]
+mod rdma_kunit;
+
 mod command;
 mod devices;
 mod dispatch;

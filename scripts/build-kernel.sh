@@ -4,9 +4,9 @@
 # version, the last fragment's name and the fragments' hash, so a second run (or CI on
 # the same machine) reuses it. Prints the build directory on stdout.
 #
-# usage: build-kernel.sh [fragment...]   (default: kernel/debug.config, the test kernel;
-#        make bench uses kernel/debug.config kernel/bench.config, make check-kasan
-#        kernel/debug.config kernel/kasan.config)
+# usage: build-kernel.sh [fragment...]   (default: kernel/kunit.config kernel/debug.config,
+#        the test kernel, with KUnit; make bench uses kernel/debug.config
+#        kernel/bench.config, make check-kasan kernel/debug.config kernel/kasan.config)
 #
 # The compiler is gcc, unless a fragment has a line "# rrs-build: LLVM=-N": then clang-N
 # (Debian 12's clang-19 and its libclang for bindgen, installed on demand).
@@ -14,7 +14,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 fragments=("$@")
-((${#fragments[@]})) || fragments=("$REPO_ROOT/kernel/debug.config")
+((${#fragments[@]})) || fragments=("$REPO_ROOT/kernel/kunit.config" "$REPO_ROOT/kernel/debug.config")
 for f in "${fragments[@]}"; do [ -f "$f" ] || die "no config fragment $f"; done
 name=$(basename "${fragments[-1]}" .config)
 

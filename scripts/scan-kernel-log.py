@@ -4,8 +4,8 @@
 Kernel messages are the console text after a printk timestamp, "[   12.345678] ...",
 wherever it starts (the console interleaves kernel messages into user-space lines);
 user-space output without one (which may well say "WARNING:") is not scanned. The guest's init
-prints "RRS-TAINT: <n>" after the test; taint bits other than O (out-of-tree module)
-and E (unsigned module) fail the run unless the test script declares them with a
+prints "RRS-TAINT: <n>" after the test; taint bits other than O (out-of-tree module),
+E (unsigned module) and N (a KUnit suite ran) fail the run unless the test script declares them with a
 line "# rrs-expect-taint: W" (letters as in Documentation/admin-guide/tainted-kernels).
 
 A control test (one that runs the C transport) may declare a known report of the C code
@@ -52,6 +52,9 @@ SPLATS = [
     ("Rust panic", re.compile(r"rust_panic|panicked at ")),
     ("slab corruption", re.compile(r"\bBUG \S+ \(.*\): |Poison overwritten|Redzone overwritten|Object padding overwritten")),
     ("call trace", re.compile(r"^\s*Call Trace:")),
+    # A KUnit case or suite that failed, in KTAP ("    not ok 2 ipv6", "not ok 1 suite");
+    # the passing ones say "ok N ...".
+    ("KUnit failure", re.compile(r"^\s*not ok \d+ ")),
 ]
 
 # Reports of the kernel's own C code that a control test may declare (see the docstring):
@@ -72,7 +75,9 @@ KNOWN_REPORTS = {
 }
 
 TAINT_LETTERS = "PFSRMBUDAWCIOELKXTNJ"
-ALWAYS_ALLOWED = {"O", "E"}
+# O: out-of-tree module, E: unsigned module, N: a KUnit suite ran (the test kernel runs
+# the binding layers' suites when nvmet_rdma_rs loads; a failing case is a report above).
+ALWAYS_ALLOWED = {"O", "E", "N"}
 
 
 def expected_taint(test_script):

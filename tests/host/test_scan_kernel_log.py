@@ -120,6 +120,16 @@ class ScanKernelLog(unittest.TestCase):
         # user-space program's general protection fault: no kernel report among them.
         self.assertEqual(problems("report-lookalikes.log"), [])
 
+    def test_kunit_failure_is_caught_and_passing_suites_pass(self):
+        # A failing case and its suite are each a report; the suites' test taint (N) is
+        # allowed everywhere, as the test kernel runs them whenever nvmet_rdma_rs loads.
+        found = problems("kunit-failure.log", allowed=scan.ALWAYS_ALLOWED)
+        self.assertEqual(len(found), 2, found)
+        self.assertIn(": KUnit failure: ", found[0])
+        self.assertIn("not ok 2 ipv6", found[0])
+        self.assertIn("not ok 1 rdma_rs_socket_addr", found[1])
+        self.assertEqual(problems("kunit-pass.log", allowed=scan.ALWAYS_ALLOWED), [])
+
     def test_unexpected_taint_fails(self):
         found = problems("taint-only.log")
         self.assertEqual(len(found), 1)
@@ -131,7 +141,7 @@ class ScanKernelLog(unittest.TestCase):
 
     def test_declaration_is_read_from_the_test_script(self):
         script = os.path.join(REPO, "tests", "meta", "provoke-warn.sh")
-        self.assertEqual(scan.expected_taint(script), {"O", "E", "W"})
+        self.assertEqual(scan.expected_taint(script), {"O", "E", "N", "W"})
 
 
     def test_known_c_report_only_where_declared(self):

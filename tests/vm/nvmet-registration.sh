@@ -28,6 +28,24 @@ expect_write_error /sys/module/nvmet_rdma_rs/parameters/srq_size 255 "Invalid ar
 expect_write_error /sys/module/nvmet_rdma_rs/parameters/srq_size abc "Invalid argument"
 echo 512 >/sys/module/nvmet_rdma_rs/parameters/srq_size
 [ "$(cat /sys/module/nvmet_rdma_rs/parameters/srq_size)" = 512 ] || fail "srq_size does not read 512"
+
+step "the binding layers' KUnit suites passed when the module loaded (kernels with KUnit)"
+if [ -d /sys/kernel/debug/kunit ]; then
+	for suite in rdma_rs_socket_addr rdma_rs_completion_dispatch nvmet_rs_binding; do
+		results=/sys/kernel/debug/kunit/$suite/results
+		[ -r "$results" ] || fail "KUnit suite $suite did not run"
+		cases=$(sed -n 's/^    1\.\.\([0-9]*\)$/\1/p' "$results")
+		passed=$(grep -c '^    ok [0-9]* ' "$results")
+		if grep -q 'not ok' "$results" || ! grep -qx "ok 1 $suite" "$results" ||
+			[ "$passed" != "$cases" ]; then
+			cat "$results"
+			fail "KUnit suite $suite failed"
+		fi
+		echo "KUnit suite $suite: $passed of $cases cases passed"
+	done
+else
+	echo "no KUnit in this kernel: the suites are not built"
+fi
 rmmod nvmet_rdma_rs
 
 step "the alias: linking a port loads the transport"

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit suites of the RDMA layer's logic that needs no device: socket addresses (parsed,
+//! printed, classified) and completion dispatch (an `ib_cqe`'s `done` reaching the handler
+//! of the object that embeds it, with what the work completion reports).
+//!
+//! The layer is compiled into each module of the project; its suites are compiled into
+//! `nvmet_rdma_rs` only (`#[path]`-included from its crate root), so that each runs once
+//! per load. They run when the module loads on a kernel with `CONFIG_KUNIT=y` (the test
+//! kernel) and report in KTAP on the console; without KUnit they are not compiled.
+
+// Part of the binding layer (it drives a completion entry as the RDMA core does).
+#![allow(unsafe_code)]
+
+use kernel::prelude::kunit_tests;
+
+#[kunit_tests(rdma_rs_socket_addr)]
+mod socket_addr {
+    use crate::rdma::SocketAddr;
+
+    /// Text written through `core::fmt`, up to 64 bytes.
+    struct Text {
+        buf: [u8; 64],
+        len: usize,
+    }
+
+    impl core::fmt::Write for Text {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            let end = self.len + s.len();
+            let room = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
+            room.copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+
+    /// `addr` printed with `Display` (`%pISpc`).
+    fn shown(addr: &SocketAddr) -> Text {
+        let mut text = Text {
+            buf: [0; 64],
+            len: 0,
+        };
+        let _ = core::fmt::write(&mut text, format_args!("{addr}"));
+        text
+    }
+
+    impl core::ops::Deref for Text {
+        type Target = [u8];
+
+        fn deref(&self) -> &[u8] {
+            &self.buf[..self.len]
+        }
+    }
+
+    /// What `write_ip` writes into a buffer of `N` bytes, without the NUL.
+    fn ip<const N: usize>(addr: &SocketAddr) -> ([u8; N], usize) {
+        let mut out = [0u8; N];
+        let n = addr.write_ip(&mut out);
+        (out, n)
+    }
+
+    #[test]
+    fn ipv4() {
+        let addr = SocketAddr::parse(b"10.77.0.1", 4420).unwrap();
+        assert_eq!(addr.port(), 4420);
+        assert!(!addr.is_any());
+        assert_eq!(&*shown(&addr), b"10.77.0.1:4420");
+        let (out, n) = ip::<46>(&addr);
+        assert_eq!(&out[..n], b"10.77.0.1");
+        assert_eq!(out[n], 0);
+    }
+
+    #[test]
+    fn ipv6() {
+        let addr = SocketAddr::parse(b"fd00::1", 7174).unwrap();
+        assert_eq!(addr.port(), 7174);
+        assert!(!addr.is_any());
+        assert_eq!(&*shown(&addr), b"[fd00::1]:7174");
+        let (out, n) = ip::<46>(&addr);
+        assert_eq!(&out[..n], b"fd00::1");
+    }
+
+    #[test]
+    fn wildcards() {
+        let empty = SocketAddr::parse(b"", 4420).unwrap();
+        assert!(empty.is_any());
+        assert_eq!(&*shown(&empty), b"0.0.0.0:4420");
+        assert!(SocketAddr::parse(b"0.0.0.0", 1).unwrap().is_any());
+        assert!(SocketAddr::parse(b"::", 1).unwrap().is_any());
+        assert!(!SocketAddr::parse(b"::1", 1).unwrap().is_any());
+    }
+
+    #[test]
+    fn refused() {
+        for text in [
+            &b"10.0.0.256"[..],
+            b"1.2.3",
+            b"host.example",
+            b"fd00::1::2",
+            b"10.0.0.1:4420",
+        ] {
+            assert!(SocketAddr::parse(text, 4420).is_err());
+        }
+    }
+
+    #[test]
+    fn truncated_ip() {
+        let addr = SocketAddr::parse(b"10.77.0.1", 1).unwrap();
+        // Truncated to fit, NUL included.
+        let (out, n) = ip::<4>(&addr);
+        assert_eq!(n, 3);
+        assert_eq!(&out[..], b"10.\0");
+        let (_, n) = ip::<0>(&addr);
+        assert_eq!(n, 0);
+    }
+}
+
+#[kunit_tests(rdma_rs_completion_dispatch)]
+mod completion_dispatch {
+    use crate::rdma::bindings::{
+        ib_cqe, ib_wc, ib_wc_flags_IB_WC_WITH_INVALIDATE as WITH_INVALIDATE,
+        ib_wc_opcode_IB_WC_RECV as RECV, ib_wc_status_IB_WC_SUCCESS as SUCCESS,
+        ib_wc_status_IB_WC_WR_FLUSH_ERR as FLUSHED,
+    };
+    use crate::rdma::{cqe::impl_has_cqe, Cqe, CqeHandler, WorkCompletion};
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+    /// An object with two completion entries, counting what each handler saw.
+    struct Probe {
+        _before: u64,
+        first: Cqe<Probe>,
+        second: Cqe<Probe, 7>,
+        first_runs: AtomicU32,
+        second_runs: AtomicU32,
+        /// The last handler's `byte_len`, and `invalidated_rkey` (or `u32::MAX`).
+        byte_len: AtomicU32,
+        rkey: AtomicU32,
+        /// The last handler's status.
+        status: AtomicU32,
+    }
+
+    impl_has_cqe!(Probe, first);
+    impl_has_cqe!(Probe, second, 7);
+
+    impl Probe {
+        fn seen(&self, wc: &WorkCompletion) {
+            self.byte_len.store(wc.byte_len, Relaxed);
+            self.rkey
+                .store(wc.invalidated_rkey.unwrap_or(u32::MAX), Relaxed);
+            self.status.store(wc.status, Relaxed);
+        }
+    }
+
+    impl CqeHandler for Probe {
+        fn done(&self, wc: &WorkCompletion) {
+            self.first_runs.fetch_add(1, Relaxed);
+            self.seen(wc);
+        }
+    }
+
+    impl CqeHandler<7> for Probe {
+        fn done(&self, wc: &WorkCompletion) {
+            self.second_runs.fetch_add(1, Relaxed);
+            self.seen(wc);
+        }
+    }
+
+    fn probe() -> Probe {
+        Probe {
+            _before: 0,
+            first: Cqe::new(),
+            second: Cqe::new(),
+            first_runs: AtomicU32::new(0),
+            second_runs: AtomicU32::new(0),
+            byte_len: AtomicU32::new(0),
+            rkey: AtomicU32::new(0),
+            status: AtomicU32::new(0),
+        }
+    }
+
+    /// Completes a work request that carried `cqe`, as the RDMA core does: through the
+    /// entry's `done`, with a completion of `status`, `byte_len` and `invalidated` rkey.
+    fn complete(cqe: *mut ib_cqe, status: u32, byte_len: u32, invalidated: Option<u32>) {
+        // SAFETY: all-zeroes is a valid `ib_wc` (no QP, success, no flags).
+        let mut wc: ib_wc = unsafe { core::mem::zeroed() };
+        wc.__bindgen_anon_1.wr_cqe = cqe;
+        wc.status = status;
+        wc.opcode = RECV;
+        wc.byte_len = byte_len;
+        if let Some(rkey) = invalidated {
+            wc.wc_flags = WITH_INVALIDATE as i32;
+            wc.ex.invalidate_rkey = rkey;
+        }
+        // SAFETY: `cqe` is the entry of a live `Probe` on the caller's stack, and `wc` a
+        // valid completion for the call, as the core passes them.
+        unsafe {
+            let done = (*cqe).done.unwrap();
+            done(core::ptr::null_mut(), &mut wc);
+        }
+    }
+
+    #[test]
+    fn each_entry_reaches_its_handler() {
+        let p = probe();
+        complete(p.first.as_raw(), SUCCESS, 512, None);
+        assert_eq!(p.first_runs.load(Relaxed), 1);
+        assert_eq!(p.second_runs.load(Relaxed), 0);
+        assert_eq!(p.byte_len.load(Relaxed), 512);
+        complete(p.second.as_raw(), SUCCESS, 64, None);
+        complete(p.second.as_raw(), SUCCESS, 65, None);
+        assert_eq!(p.first_runs.load(Relaxed), 1);
+        assert_eq!(p.second_runs.load(Relaxed), 2);
+        assert_eq!(p.byte_len.load(Relaxed), 65);
+    }
+
+    #[test]
+    fn what_the_completion_reports() {
+        let p = probe();
+        complete(p.first.as_raw(), SUCCESS, 16, Some(0x1234));
+        assert_eq!(p.rkey.load(Relaxed), 0x1234);
+        assert_eq!(p.status.load(Relaxed), SUCCESS);
+        // A failed completion reports no length and no invalidation, whatever the fields
+        // hold (they are valid on success only).
+        complete(p.second.as_raw(), FLUSHED, 4096, Some(0x1234));
+        assert_eq!(p.status.load(Relaxed), FLUSHED);
+        assert_eq!(p.byte_len.load(Relaxed), 0);
+        assert_eq!(p.rkey.load(Relaxed), u32::MAX);
+    }
+}
