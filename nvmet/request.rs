@@ -17,7 +17,11 @@ use super::{
     sq::SqEntered,
     EnabledPort, OpsRef,
 };
-use crate::rdma::{rw::SgLists, DmaBuf};
+use crate::rdma::{
+    rw::SgLists,
+    slot::{Owner, Tag},
+    DmaBuf,
+};
 use core::ptr::NonNull;
 use kernel::{prelude::*, types::Opaque};
 
@@ -80,56 +84,70 @@ impl Request {
         Ok(())
     }
 
-    /// Starts the request for the command at `offset` of `capsules`, which arrived on
-    /// `port` for the queue of `sq` (entered: the queue is not being destroyed while the
-    /// core parses the command); `ops` is the transport's registered table. `Ok(false)` if
-    /// the core refused the command: it completed the request already (its
-    /// `queue_response` ran, from inside this call), and the request is not started.
-    /// `EINVAL` if the command is not inside `capsules` (nothing ran).
+    /// Starts the request of the slot `owner` holds, for the command at `offset` of
+    /// `capsules`, which arrived on `port` for the queue of `sq` (entered: the queue is not
+    /// being destroyed while the core parses the command); `ops` is the transport's
+    /// registered table. While the core parses the command the slot is handed off to
+    /// `core`, the tag its `queue_response` resumes it with.
+    ///
+    /// `Ok(Some(owner))` once the core accepted the command; `Ok(None)` if it refused it:
+    /// it completed the request already (its `queue_response` ran, from inside this call,
+    /// and took the slot), and the request is not started. `Err(owner)` if the command is
+    /// not inside `capsules` or the request is started already (nothing ran).
     ///
     /// # Safety
     ///
-    /// The request is not started. The command and the response buffer set by
-    /// [`Request::set_response`] stay valid, and the object that embeds the request stays
-    /// alive and in place, until the request ended (its `queue_response` returned, or
-    /// [`Request::uninit`]); `port` stays registered as long; `ops` is the transport's table,
-    /// whose `Request` type embeds this request and whose `Queue` type embeds the `SqCq`
-    /// of `sq` (that queue, too, stays alive until the request ended).
-    ///
-    /// The core's `queue_response` may run from inside this call and from inside the
-    /// hand-overs ([`Request::execute`], [`Request::complete`]), and reach the request's
-    /// owner again (`HasRequest`): the caller does not use the request or its owner's state
-    /// after a refused start or a hand-over, until that `queue_response` ran. (The `&mut`
-    /// the caller holds meanwhile is not `noalias`: the request is `!Unpin`, through
-    /// `Opaque`, and so is any state that embeds it.)
-    pub(crate) unsafe fn init(
-        &mut self,
+    /// The command and the response buffer set by [`Request::set_response`] stay valid,
+    /// and the slot stays alive and in place, until the request ended (its
+    /// `queue_response` returned, or [`Request::uninit`]); `port` stays registered as long;
+    /// `ops` is the transport's table, whose `Request` type embeds the slot and whose
+    /// `Queue` type embeds the `SqCq` of `sq` (that queue, too, stays alive until the
+    /// request ended).
+    pub(crate) unsafe fn init<'a, S: RequestState>(
+        mut owner: Owner<'a, S>,
+        core: Tag,
         capsules: &DmaBuf,
         offset: usize,
         sq: &SqEntered<'_>,
         port: &EnabledPort,
         ops: OpsRef,
-    ) -> Result<bool> {
+    ) -> Result<Option<Owner<'a, S>>, Owner<'a, S>> {
         if offset
             .checked_add(COMMAND_SIZE)
             .is_none_or(|end| end > capsules.len())
         {
-            return Err(EINVAL);
+            return Err(owner);
         }
-        let cmd = capsules.cpu_ptr(offset)?;
-        // SAFETY: the request is not in the core's hands (`&mut self`, not started); the
-        // rest is the caller's promise (function's safety section).
-        let accepted = unsafe {
-            (*self.raw()).cmd = cmd.cast();
-            (*self.raw()).port = port.as_raw();
-            bindings::nvmet_req_init(self.raw(), sq.sq(), ops.as_raw())
+        let Ok(cmd) = capsules.cpu_ptr(offset) else {
+            return Err(owner);
         };
-        if accepted {
-            // INVARIANT: started. (Not written when refused: it was false already, and the
-            // slot may be someone else's by now.)
-            self.owned = true;
+        let request = owner.request();
+        if request.owned {
+            pr_warn!("start of a request that is started already; ignored\n");
+            return Err(owner);
         }
-        Ok(accepted)
+        let req = request.raw();
+        // SAFETY: the request is not in the core's hands (the slot's owner's, not started).
+        unsafe {
+            (*req).cmd = cmd.cast();
+            (*req).port = port.as_raw();
+        }
+        let slot = owner.slot();
+        owner.hand_off(core);
+        // SAFETY: the core has the request now (the slot is handed off until it answers);
+        // the rest is the caller's promise (function's safety section).
+        let accepted = unsafe { bindings::nvmet_req_init(req, sq.sq(), ops.as_raw()) };
+        if !accepted {
+            return Ok(None);
+        }
+        // An accepted command is not completed before it is executed: the slot comes back.
+        let Some(mut owner) = slot.resume(core) else {
+            pr_err!("a request the core accepted was given back meanwhile\n");
+            return Ok(None);
+        };
+        // INVARIANT: started.
+        owner.request().owned = true;
+        Ok(Some(owner))
     }
 
     /// Hands a started request back to the core: `None` if it is not started (or handed
@@ -144,15 +162,19 @@ impl Request {
         Some(self.raw())
     }
 
-    /// Runs the command (`req->execute`); the core completes it later, through
-    /// `queue_response`.
-    pub(crate) fn execute(&mut self) {
-        let Some(req) = self.hand_over("execution") else {
+    /// Runs the command of the slot `owner` holds (`req->execute`), handing the slot off to
+    /// `core`: the core completes the request later, or at once, through `queue_response`,
+    /// which resumes the slot with that tag. (A request that is not started is logged and
+    /// its slot freed.)
+    pub(crate) fn execute<S: RequestState>(mut owner: Owner<'_, S>, core: Tag) {
+        let Some(req) = owner.request().hand_over("execution") else {
             return;
         };
-        // SAFETY: the request was started (`hand_over`) and is the caller's; `execute` was
-        // set by `nvmet_req_init`'s parsing (never left unset for an accepted command; if
-        // it were, the request is completed as failed rather than left hanging).
+        owner.hand_off(core);
+        // SAFETY: the request was started (`hand_over`) and its slot is handed off to the
+        // core, in place while the request is in the core (`init`'s contract); `execute`
+        // was set by `nvmet_req_init`'s parsing (never left unset for an accepted command;
+        // if it were, the request is completed as failed rather than left hanging).
         unsafe {
             match (*req).execute {
                 Some(execute) => execute(req),
@@ -161,23 +183,32 @@ impl Request {
         }
     }
 
-    /// Completes the request with NVMe `status` (`nvmet_req_complete`): `queue_response`
-    /// runs with it.
-    pub(crate) fn complete(&mut self, status: u16) {
-        let Some(req) = self.hand_over("completion") else {
+    /// Completes the request of the slot `owner` holds with NVMe `status`
+    /// (`nvmet_req_complete`), handing the slot off to `core`: `queue_response` runs with
+    /// it and resumes the slot.
+    pub(crate) fn complete<S: RequestState>(mut owner: Owner<'_, S>, core: Tag, status: u16) {
+        let Some(req) = owner.request().hand_over("completion") else {
             return;
         };
-        // SAFETY: the request was started and is the caller's.
+        owner.hand_off(core);
+        // SAFETY: the request was started and its slot is handed off to the core.
         unsafe { bindings::nvmet_req_complete(req, status) };
     }
 
-    /// Completes the request with an error `status` at byte `error_loc` of the command.
-    pub(crate) fn fail(&mut self, status: u16, error_loc: u16) {
-        if self.owned {
-            // SAFETY: the request is started and the caller's (`&mut self`).
-            unsafe { (*self.raw()).error_loc = error_loc };
+    /// Completes the request of the slot `owner` holds with an error `status` at byte
+    /// `error_loc` of the command (see [`Request::complete`]).
+    pub(crate) fn fail<S: RequestState>(
+        mut owner: Owner<'_, S>,
+        core: Tag,
+        status: u16,
+        error_loc: u16,
+    ) {
+        let request = owner.request();
+        if request.owned {
+            // SAFETY: the request is started and the slot's owner's.
+            unsafe { (*request.raw()).error_loc = error_loc };
         }
-        self.complete(status);
+        Self::complete(owner, core, status);
     }
 
     /// Ends a started request that will not be completed (`nvmet_req_uninit`): its
@@ -364,6 +395,14 @@ impl Request {
 // at a time (the hand-over protocol above).
 unsafe impl Send for Request {}
 
+/// The state of a transport's slot ([`crate::rdma::slot::Slot`]) that embeds the request
+/// of the slot's command: the request's hand-overs take the slot's owner, since the core
+/// may give the request back (`queue_response`) before they return.
+pub(crate) trait RequestState {
+    /// The slot's request.
+    fn request(&mut self) -> &mut Request;
+}
+
 /// A transport object that embeds a [`Request`]; implemented with [`impl_has_request!`].
 ///
 /// # Safety
@@ -390,8 +429,7 @@ pub(crate) unsafe trait HasRequest {
 }
 
 /// Declares that a transport object embeds its [`Request`] in the named field, or in the
-/// named field of a value in an `UnsafeCell` field (where the request's owner reaches it
-/// through `&mut`).
+/// named field of the state of a [`crate::rdma::slot::Slot`] field (whose owner reaches it).
 ///
 /// ```ignore
 /// impl_has_request!(Command, req);
@@ -413,21 +451,22 @@ macro_rules! impl_has_request {
             };
         }
     };
-    ($container:ty, $cell:ident: $inner:ty, $field:ident) => {
-        // SAFETY: `OFFSET` is the offset of `$field` of the `$inner` in the `UnsafeCell`
-        // `$cell`, which the functions below check; an `UnsafeCell<T>` has the layout of
-        // its `T`.
+    ($container:ty, $slot:ident: $inner:ty, $field:ident) => {
+        // SAFETY: `OFFSET` is the offset of `$field` of the `$inner` in the `Slot` `$slot`,
+        // which the functions below check.
         // (The layer's own `unsafe`, expanded in the module that embeds the field.)
         #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasRequest for $container {
             const OFFSET: usize = {
-                let _: fn(*const $container) -> *const ::core::cell::UnsafeCell<$inner> =
+                let _: fn(*const $container) -> *const $crate::rdma::slot::Slot<$inner> =
                     // SAFETY: only the field's address is taken, nothing is read.
-                    |container| unsafe { &raw const (*container).$cell };
+                    |container| unsafe { &raw const (*container).$slot };
                 let _: fn(*const $inner) -> *const $crate::nvmet::request::Request =
                     // SAFETY: as above.
                     |inner| unsafe { &raw const (*inner).$field };
-                ::core::mem::offset_of!($container, $cell) + ::core::mem::offset_of!($inner, $field)
+                ::core::mem::offset_of!($container, $slot)
+                    + $crate::rdma::slot::Slot::<$inner>::value_offset()
+                    + ::core::mem::offset_of!($inner, $field)
             };
         }
     };

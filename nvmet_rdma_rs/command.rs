@@ -33,7 +33,7 @@
 #![allow(unsafe_code)]
 
 use crate::nvmet::{
-    request::{impl_has_request, DataSgls, Request},
+    request::{impl_has_request, DataSgls, Request, RequestState},
     sq::SqEntered,
     EnabledPort, OpsRef, SqCq,
 };
@@ -41,14 +41,14 @@ use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, SendWr},
     rw::RwCtx,
+    slot::{Owner, Slot, Tag},
     CmHandler, CmId, Cqe, DmaBuf,
 };
 use crate::recv::RecvSlots;
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
-    cell::UnsafeCell,
     pin::Pin,
-    sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering::Relaxed},
+    sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed},
 };
 use kernel::{prelude::*, sync::Arc};
 mod completion;
@@ -97,7 +97,7 @@ pub(crate) trait Connection: Sync {
 pub(crate) const RESPONSE_SIZE: usize = 16;
 
 /// What a response slot knows about its command, and what the command holds; touched only
-/// by the slot's current owner (see [`RspSlot::state`]).
+/// by the slot's current owner (see [`RspSlot`]).
 struct RspState {
     in_use: bool,
     /// The receive slot the command arrived in.
@@ -132,21 +132,46 @@ impl RspState {
     }
 }
 
+impl RequestState for RspState {
+    fn request(&mut self) -> &mut Request {
+        &mut self.req
+    }
+}
+
+/// The owner of a response slot's state: the step of its command that runs.
+type RspOwner<'a> = Owner<'a, RspState>;
+
 /// A response slot: one command in flight.
+///
+/// Its state has one owner at a time ([`Slot`]): the command's start takes it off the free
+/// list, then each step hands it off to what runs next and that resumes it: the
+/// completion of the work request it posted ([`AWAIT_SEND`], [`AWAIT_READ`],
+/// [`AWAIT_WRITE`]), the nvmet core that executes the request ([`AWAIT_CORE`], resumed by
+/// `queue_response`), the wait for send queue space ([`AWAIT_SQ_SPACE`]). A completion the
+/// slot does not wait for finds nothing to resume: siw completes a READ twice when the QP
+/// is flushed before the READ's request went out (see `rdma/qp.rs`), and the second
+/// completion is ignored.
 #[repr(C)]
 pub(crate) struct RspSlot {
     send_cqe: Cqe<RspSlot, SEND>,
     read_cqe: Cqe<RspSlot, READ>,
     write_cqe: Cqe<RspSlot, WRITE>,
-    state: UnsafeCell<RspState>,
-    /// The command's RDMA READ is posted and its completion has not run: siw completes a
-    /// READ twice when the QP is flushed before the READ's request went out (see
-    /// `rdma/qp.rs`); the second completion finds this false and is ignored.
-    read_posted: AtomicBool,
+    state: Slot<RspState>,
     index: u32,
 }
 
 impl_has_request!(RspSlot, state: RspState, req);
+
+/// A response slot handed off to its response SEND's completion.
+const AWAIT_SEND: Tag = 0;
+/// ... to its RDMA READ's completion.
+const AWAIT_READ: Tag = 1;
+/// ... to its RDMA WRITEs' completion (with T10-PI).
+const AWAIT_WRITE: Tag = 2;
+/// ... to the nvmet core, which has its request (`queue_response` resumes it).
+const AWAIT_CORE: Tag = 3;
+/// ... to the list of commands waiting for send queue space.
+const AWAIT_SQ_SPACE: Tag = 4;
 
 /// The handler of a response slot's SEND completions.
 pub(crate) const SEND: u64 = 0;
@@ -158,21 +183,6 @@ pub(crate) const WRITE: u64 = 2;
 impl_has_cqe!(RspSlot, send_cqe, 0);
 impl_has_cqe!(RspSlot, read_cqe, 1);
 impl_has_cqe!(RspSlot, write_cqe, 2);
-
-impl RspSlot {
-    /// The slot's state.
-    ///
-    /// # Safety
-    ///
-    /// The caller owns the slot: it runs the step of the command the slot is at (the
-    /// steps of one command are ordered by the hardware and the nvmet core), or the queue
-    /// is drained.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn state(&self) -> &mut RspState {
-        // SAFETY: see the function's safety section: one step at a time.
-        unsafe { &mut *self.state.get() }
-    }
-}
 
 /// A queue's buffers and slots, and its send queue accounting.
 ///
@@ -203,19 +213,12 @@ pub(crate) struct Io {
     waiters: AtomicU32,
 }
 
-// SAFETY: slots are shared with the device and the nvmet core by design; each is used by
-// one owner at a time (see `RspSlot::state`), whichever CPU it runs on.
-unsafe impl Send for Io {}
-// SAFETY: as above.
-unsafe impl Sync for Io {}
-
 fn new_rsp(index: u32) -> Result<RspSlot> {
     Ok(RspSlot {
         send_cqe: Cqe::new(),
         read_cqe: Cqe::new(),
         write_cqe: Cqe::new(),
-        read_posted: AtomicBool::new(false),
-        state: UnsafeCell::new(RspState {
+        state: Slot::new(RspState {
             in_use: false,
             cmd: 0,
             recv_owed: false,
@@ -338,10 +341,10 @@ impl Io {
 
     /// Hands the slot's response to the device before its SEND is posted; an inline SEND
     /// needs nothing (the driver copies the response when it is posted).
-    fn response_to_device(&self, rsp: &RspSlot) {
+    fn response_to_device(&self, index: u32) {
         if !self.inline_responses {
             self.responses
-                .sync_range_for_device(rsp.index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
+                .sync_range_for_device(index as usize * RESPONSE_SIZE, RESPONSE_SIZE);
         }
     }
 
@@ -376,46 +379,59 @@ impl Io {
         if capsules.copy_out_range(offset, &mut command).is_err() {
             return;
         }
-        // SAFETY: the slot came off the free list: this command owns it.
-        let state = unsafe { rsp.state() };
+        // (The slot came off the free list, so it is free.)
+        let Some(mut owner) = rsp.state.claim() else {
+            pr_err!(
+                "response slot {rsp_index} is taken off the free list in use; ending the queue\n"
+            );
+            self.give_back_shared(cmd_index);
+            queue.close(c"response slot in use");
+            return;
+        };
         // (The last command released its data and context: `free_data`.)
-        state.in_use = true;
-        state.cmd = cmd_index;
-        state.recv_owed = true;
-        state.write = wire::is_write(&command);
-        state.in_capsule = false;
-        state.n_rdma = 0;
-        state.invalidate = None;
-        // SAFETY: the request is not started (the slot was free); the capsule stays put
-        // until the receive is posted again, after the response; the response buffer and
-        // the slot live as long as the queue, which drains its slots before it goes; the
-        // port stays registered while the queue exists (the core flushes `nvmet_wq`, where
-        // queues are released, before it frees a port); the ops are the target's, whose
-        // `Transport::Request` is `RspSlot` (`impl_has_request!`); `state` is not used
-        // after a refusal or a hand-over.
+        owner.in_use = true;
+        owner.cmd = cmd_index;
+        owner.recv_owed = true;
+        owner.write = wire::is_write(&command);
+        owner.in_capsule = false;
+        owner.n_rdma = 0;
+        owner.invalidate = None;
+        // SAFETY: the capsule stays put until the receive is posted again, after the
+        // response; the response buffer and the slot live as long as the queue, which
+        // drains its slots before it goes; the port stays registered while the queue exists
+        // (the core flushes `nvmet_wq`, where queues are released, before it frees a port);
+        // the ops are the target's, whose `Transport::Request` is `RspSlot`
+        // (`impl_has_request!`) and whose `Transport::Queue` embeds the `SqCq` of `sq`.
         let started = unsafe {
-            state
-                .req
-                .init(capsules, offset, sq, queue.nvmet_port(), queue.ops())
+            Request::init(
+                owner,
+                AWAIT_CORE,
+                capsules,
+                offset,
+                sq,
+                queue.nvmet_port(),
+                queue.ops(),
+            )
         };
         queue.stats().commands.fetch_add(1, Relaxed);
-        match started {
-            Ok(true) => {}
+        let mut owner = match started {
+            Ok(Some(owner)) => owner,
             // The core completed the request already (through `queue_response`).
-            Ok(false) => return,
-            Err(_) => {
+            Ok(None) => return,
+            Err(mut owner) => {
                 // (not expected: the capsule was read above)
                 pr_err!("cannot start the command in receive slot {cmd_index}; ending the queue\n");
-                self.return_recv(state);
-                state.in_use = false;
+                self.return_recv(&mut owner);
+                owner.in_use = false;
+                drop(owner);
                 queue.lists().free_slot(queue, rsp.index);
                 queue.close(c"command start failure");
                 return;
             }
-        }
+        };
         let mapped = wire::data_pointer(&command).and_then(|pointer| match pointer {
             DataPointer::InCapsule { offset, len } => {
-                self.map_in_capsule(queue, state, &command, offset, len, received)
+                self.map_in_capsule(queue, &mut owner, &command, offset, len, received)
             }
             DataPointer::Keyed {
                 addr,
@@ -423,7 +439,7 @@ impl Io {
                 key,
                 invalidate,
             } => self
-                .map_keyed(state, &command, addr, len, key, invalidate)
+                .map_keyed(&mut owner, &command, addr, len, key, invalidate)
                 .inspect(|()| {
                     if len > 0 {
                         queue.stats().keyed.fetch_add(1, Relaxed);
@@ -431,73 +447,75 @@ impl Io {
                 }),
         });
         if let Err(error) = mapped {
-            state.req.fail(error.status, error.error_loc);
+            Request::fail(owner, AWAIT_CORE, error.status, error.error_loc);
             return;
         }
-        if self.execute(rsp).is_err() {
+        if let Err((_, owner)) = self.execute(owner) {
             queue.stats().sq_full_waits.fetch_add(1, Relaxed);
-            self.wait_for_space(queue, rsp);
+            self.wait_for_space(queue, rsp.index, owner);
         }
     }
 
     /// Reserves send queue space for the command's work requests and starts it: RDMA READ
     /// of its data, or the nvmet core's execution. If the send queue is full, the entries
-    /// the command needs.
-    fn execute(&self, rsp: &RspSlot) -> Result<(), i32> {
-        // SAFETY: this command owns the slot.
-        let state = unsafe { rsp.state() };
-        let needed = state.send_wrs();
+    /// the command needs, and its slot back.
+    fn execute<'a>(&self, owner: RspOwner<'a>) -> Result<(), (i32, RspOwner<'a>)> {
+        let needed = owner.send_wrs();
         if self.sq_wr_avail.fetch_sub(needed, Relaxed) < needed {
             self.sq_wr_avail.fetch_add(needed, Relaxed);
-            return Err(needed);
+            return Err((needed, owner));
         }
-        if state.write && state.req.transfer_len() > 0 && !state.in_capsule {
-            rsp.read_posted.store(true, Relaxed);
+        if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
             // (the context was initialised by `map_keyed`)
-            if state.rw.as_mut().post().is_err() {
-                rsp.read_posted.store(false, Relaxed);
-                state.req.complete(status::DATA_XFER_ERROR);
+            if let Err((_, owner)) = owner.post(AWAIT_READ, |state| state.rw.as_mut().prepare()) {
+                Request::complete(owner, AWAIT_CORE, status::DATA_XFER_ERROR);
             }
         } else {
-            state.req.execute();
+            Request::execute(owner, AWAIT_CORE);
         }
         Ok(())
     }
 
-    /// Undoes what the command holds and frees its slot; then retries waiting commands.
-    fn release(&self, queue: &impl Connection, rsp: &RspSlot) {
-        // SAFETY: the command's last step (its response SEND completed or never went out).
-        let state = unsafe { rsp.state() };
-        self.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
-        free_data(state);
-        state.in_use = false;
-        queue.lists().free_slot(queue, rsp.index);
+    /// Undoes what the command of response slot `index` holds and frees the slot; then
+    /// retries waiting commands.
+    fn release(&self, queue: &impl Connection, index: u32, mut owner: RspOwner<'_>) {
+        self.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
+        free_data(&mut owner);
+        owner.in_use = false;
+        // (free before it is listed: whoever takes it from the list claims it)
+        drop(owner);
+        queue.lists().free_slot(queue, index);
         self.run_waiting(queue);
         queue.lists().start_parked(queue, self);
     }
 
     /// Ends a command that was mapped but never executed, on a queue that is going.
-    fn abandon(&self, rsp: &RspSlot) {
-        // SAFETY: a command off the wait list, or refused by it, is its slot's only user.
-        let state = unsafe { rsp.state() };
-        free_data(state);
-        self.return_recv(state);
-        state.in_use = false;
+    fn abandon(&self, mut owner: RspOwner<'_>) {
+        free_data(&mut owner);
+        self.return_recv(&mut owner);
+        owner.in_use = false;
         // The request was started and never executed: it ends here. (Last: it may drop the
         // SQ's last reference, after which the release can reclaim the slots.)
-        state.req.uninit();
+        owner.req.uninit();
     }
 
     /// After the queue was drained: frees what commands that never completed still hold.
     pub(crate) fn reclaim(&self) {
         for rsp in &self.rsps {
-            // SAFETY: the QP is drained and the nvmet core finished every request: nobody
-            // else uses the slots.
-            let state = unsafe { rsp.state() };
-            if state.in_use {
-                free_data(state);
-                self.return_recv(state);
-                state.in_use = false;
+            // The QP is drained and the nvmet core finished every request: every slot is
+            // free again (a command whose response could not be posted left its slot free
+            // with what it held).
+            let Some(mut owner) = rsp.state.claim() else {
+                pr_warn!(
+                    "response slot {} is still handed off after the drain; leaking what it holds\n",
+                    rsp.index
+                );
+                continue;
+            };
+            if owner.in_use {
+                free_data(&mut owner);
+                self.return_recv(&mut owner);
+                owner.in_use = false;
             }
         }
     }

@@ -450,7 +450,7 @@ impl WorkItem<2> for Queue {
         let duplicates = this.stats.duplicate_completions.load(Relaxed);
         if duplicates != 0 {
             pr_warn!(
-                "queue {}: the device completed {} RDMA READ(s) twice; the second completions were ignored\n",
+                "queue {}: the device completed {} work request(s) twice; the second completions were ignored\n",
                 this.number,
                 duplicates
             );

@@ -7,16 +7,13 @@ use super::{bindings, Device};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-/// Where completion callbacks run.
+/// Where completion callbacks run. The layer offers the one context its users need:
+/// softirq polling would not suit [`super::Qp`]'s record list, whose lock is not
+/// softirq-safe, and nothing here busy-polls (`IB_POLL_DIRECT`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PollContext {
-    /// In softirq context: callbacks must not sleep. Not for QPs that post through
-    /// [`super::Qp`], whose record list takes a lock that is not softirq-safe.
-    Softirq,
     /// On the RDMA core's completion workqueue, in process context.
     Workqueue,
-    /// Only when the owner calls [`Cq::poll_direct`] (busy polling).
-    Direct,
 }
 
 /// A completion queue, or room on one of the device's shared CQs; released on drop.
@@ -38,9 +35,7 @@ unsafe impl Sync for Cq {}
 impl PollContext {
     fn raw(self) -> bindings::ib_poll_context {
         match self {
-            PollContext::Softirq => bindings::ib_poll_context_IB_POLL_SOFTIRQ,
             PollContext::Workqueue => bindings::ib_poll_context_IB_POLL_WORKQUEUE,
-            PollContext::Direct => bindings::ib_poll_context_IB_POLL_DIRECT,
         }
     }
 }
@@ -75,16 +70,13 @@ impl Cq {
 
     /// Takes room for `entries` completions on one of the device's shared CQs, near
     /// completion vector `vector` (`ib_cq_pool_get`, as the kernel's storage targets do):
-    /// the QPs on one CQ are served by one polling pass. Not for [`PollContext::Direct`].
+    /// the QPs on one CQ are served by one polling pass.
     pub(crate) fn from_pool(
         device: &Device,
         entries: u32,
         vector: u32,
         context: PollContext,
     ) -> Result<Self> {
-        if context == PollContext::Direct {
-            return Err(EINVAL);
-        }
         let vector = i32::try_from(vector).map_err(|_| EINVAL)?;
         // SAFETY: `device` is registered; the pool keeps the CQ until it is put back.
         let cq =
@@ -98,12 +90,6 @@ impl Cq {
     /// The raw pointer, for QP creation.
     pub(crate) fn as_raw(&self) -> *mut bindings::ib_cq {
         self.cq.as_ptr()
-    }
-
-    /// Runs the callbacks of up to `budget` completions now; for [`PollContext::Direct`].
-    pub(crate) fn poll_direct(&self, budget: i32) -> i32 {
-        // SAFETY: the CQ is live (type invariant).
-        unsafe { bindings::ib_process_cq_direct(self.as_raw(), budget) }
     }
 }
 

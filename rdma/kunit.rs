@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit suites of the RDMA layer's logic that needs no device: socket addresses (parsed,
-//! printed, classified) and completion dispatch (an `ib_cqe`'s `done` reaching the handler
-//! of the object that embeds it, with what the work completion reports).
+//! printed, classified), completion dispatch (an `ib_cqe`'s `done` reaching the handler
+//! of the object that embeds it, with what the work completion reports) and slot
+//! hand-offs (one owner at a time, resumed only by the event it was handed off to).
 //!
 //! The layer is compiled into each module of the project; its suites are compiled into
 //! `nvmet_rdma_rs` only (`#[path]`-included from its crate root), so that each runs once
@@ -225,5 +226,47 @@ mod completion_dispatch {
         assert_eq!(p.status.load(Relaxed), FLUSHED);
         assert_eq!(p.byte_len.load(Relaxed), 0);
         assert_eq!(p.rkey.load(Relaxed), u32::MAX);
+    }
+}
+
+#[kunit_tests(rdma_rs_slot_handoff)]
+mod slot_handoff {
+    use crate::rdma::slot::Slot;
+
+    #[test]
+    fn one_owner_at_a_time() {
+        let slot = Slot::new(0u32);
+        let mut owner = slot.claim().expect("a new slot is free");
+        *owner = 7;
+        // While owned: neither claimed again nor resumed.
+        assert!(slot.claim().is_none());
+        assert!(slot.resume(0).is_none());
+        drop(owner);
+        // Free again, with what the last owner wrote.
+        let owner = slot.claim().expect("a dropped owner frees the slot");
+        assert_eq!(*owner, 7);
+    }
+
+    #[test]
+    fn resumed_only_by_its_event() {
+        let slot = Slot::new(0u32);
+        let mut owner = slot.claim().unwrap();
+        *owner = 1;
+        owner.hand_off(3);
+        assert!(slot.is_awaiting(3));
+        // Handed off: not free, and not for another event.
+        assert!(slot.claim().is_none());
+        assert!(slot.resume(2).is_none());
+        let mut owner = slot.resume(3).expect("the awaited event resumes it");
+        assert_eq!(*owner, 1);
+        *owner = 2;
+        // A second completion of the same event finds nothing to resume.
+        assert!(slot.resume(3).is_none());
+        owner.hand_off(3);
+        let owner = slot.resume(3).unwrap();
+        assert_eq!(*owner, 2);
+        drop(owner);
+        assert!(slot.resume(3).is_none());
+        assert!(slot.claim().is_some());
     }
 }

@@ -40,6 +40,7 @@ pub(crate) mod qp_handle;
 pub(crate) mod rw;
 pub(crate) mod sgl;
 pub(crate) mod signature;
+pub(crate) mod slot;
 pub(crate) mod srq;
 pub(crate) mod wc;
 pub(crate) mod workqueue;

@@ -9,6 +9,7 @@
 use super::{
     bindings,
     cqe::{Cqe, CqeHandler, HasCqe},
+    slot::Prepared,
     DmaBuf,
 };
 use core::ptr::{self, NonNull};
@@ -76,13 +77,6 @@ impl QpHandle {
         let ret =
             unsafe { bindings::rdma_rs_ib_post_recv(self.as_raw(), wr.as_ptr(), ptr::null_mut()) };
         kernel::error::to_result(ret)
-    }
-
-    /// Posts `send` on its own.
-    pub(crate) fn post(&self, send: &mut SendWr) -> Result {
-        // SAFETY: `send` is valid for the call (`as_ptr` points it at its own entry); its
-        // completion entry and buffer outlive it (`SendWr`'s invariant).
-        unsafe { self.post_send_raw(send.as_ptr()) }
     }
 }
 
@@ -161,6 +155,13 @@ impl SendWr {
         self.wr.sg_list = &mut self.sge;
         self.wr.next = ptr::null_mut();
         &mut self.wr
+    }
+
+    /// The SEND alone, ready to post on `qp` ([`super::slot::Owner::post`]).
+    pub(crate) fn prepare(&mut self, qp: &QpHandle) -> Prepared<'_> {
+        let first = self.as_ptr();
+        // SAFETY: the request is valid and lives in what `self` borrows.
+        unsafe { Prepared::new(first, qp.clone()) }
     }
 }
 

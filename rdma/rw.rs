@@ -19,6 +19,7 @@ use super::{
     cqe::{Cqe, CqeHandler, HasCqe},
     qp_handle::{QpHandle, SendWr},
     signature::{SigAttrs, SigError},
+    slot::Prepared,
     Device,
 };
 use core::{pin::Pin, ptr};
@@ -238,13 +239,26 @@ impl<S: SgLists> RwCtx<S> {
         Ok(ret as u32)
     }
 
+    /// The completion entry [`RwCtx::set_completions`] named for the mapped transfer's
+    /// direction. `EINVAL` if nothing is mapped or no entries were named.
+    fn completion(&self) -> Result<*mut bindings::ib_cqe> {
+        let mapping = self.mapping.as_ref().ok_or(EINVAL)?;
+        let completions = self.completions.as_ref().ok_or(EINVAL)?;
+        Ok(match mapping.dir {
+            Direction::FromRemote => completions.from_remote,
+            Direction::ToRemote => completions.to_remote,
+        })
+    }
+
     /// The first of the mapped transfer's work requests, linked to `chain` (null: none),
-    /// the last one carrying the completion entry of its direction if `signaled` (else
-    /// none); marks the transfer posted. `EINVAL` if nothing is mapped or no entries were
-    /// set, `EBUSY` if the transfer was posted already.
-    fn wrs(
+    /// the last one carrying `cqe` (null: unsignaled); marks the transfer posted. `EINVAL`
+    /// if nothing is mapped, `EBUSY` if the transfer was posted already.
+    ///
+    /// The caller posts them at once (an `unsafe` post, whose caller promises that `cqe`'s
+    /// owner outlives the requests, until their completion ran or their QP was drained).
+    pub(super) fn wrs(
         self: Pin<&mut Self>,
-        signaled: bool,
+        cqe: *mut bindings::ib_cqe,
         chain: *mut bindings::ib_send_wr,
     ) -> Result<(*mut bindings::ib_send_wr, QpHandle)> {
         // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
@@ -253,45 +267,43 @@ impl<S: SgLists> RwCtx<S> {
         if this.posted {
             return Err(EBUSY);
         }
-        let cqe = if !signaled {
-            ptr::null_mut()
-        } else {
-            let completions = this.completions.as_ref().ok_or(EINVAL)?;
-            match mapping.dir {
-                Direction::FromRemote => completions.from_remote,
-                Direction::ToRemote => completions.to_remote,
-            }
-        };
         let qp = mapping.qp.clone();
         // SAFETY: the context is initialised for `qp` (type invariant) and pinned; it
         // links its own work requests and `chain`, which the caller posts at once.
         let first = unsafe {
             bindings::rdma_rw_ctx_wrs(this.ctx.get(), qp.as_raw(), qp.port_num(), cqe, chain)
         };
-        // INVARIANT: the caller posts them now. (A failed post may have posted part of the
-        // chain: the context is not posted again, and is destroyed once its QP is drained.)
+        // INVARIANT: the caller posts them now (`Prepared`). (A failed post may have posted
+        // part of the chain: the context is not posted again, and is destroyed once its QP
+        // is drained.)
         this.posted = true;
         Ok((first, qp))
     }
 
-    /// Posts the mapped transfer alone; its completion runs the handler of the entry
-    /// [`RwCtx::set_completions`] named for its direction. `EINVAL` if nothing is mapped or
-    /// no entries were named, `EBUSY` if the transfer was posted already.
-    pub(crate) fn post(self: Pin<&mut Self>) -> Result {
-        let (first, qp) = self.wrs(true, ptr::null_mut())?;
-        // SAFETY: `first` heads the context's work requests, valid for the call; the
-        // completion entry's owner outlives the request (type invariant).
-        unsafe { qp.post_send_raw(first) }
+    /// The mapped transfer alone, ready to post ([`super::slot::Owner::post`]); its
+    /// completion runs the handler of the entry [`RwCtx::set_completions`] named for its
+    /// direction. `EINVAL` if nothing is mapped or no entries were named, `EBUSY` if the
+    /// transfer was posted already.
+    pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
+        let cqe = self.completion()?;
+        let (first, qp) = self.wrs(cqe, ptr::null_mut())?;
+        // SAFETY: `first` heads the context's own work requests, which live in the
+        // context `self` borrows (and in what `rdma_rw` allocated for it) until it is
+        // destroyed.
+        Ok(unsafe { Prepared::new(first, qp) })
     }
 
-    /// Posts the mapped transfer, unsignaled, followed by `send` in one chain: the SEND's
-    /// completion also tells that the transfer is done. `EINVAL` if nothing is mapped,
-    /// `EBUSY` if the transfer was posted already.
-    pub(crate) fn post_before(self: Pin<&mut Self>, send: &mut SendWr) -> Result {
-        let (first, qp) = self.wrs(false, send.as_ptr())?;
-        // SAFETY: `first` heads the context's work requests and `send`, valid for the
-        // call; the SEND's completion entry and buffer outlive it (`SendWr::new`'s promise).
-        unsafe { qp.post_send_raw(first) }
+    /// The mapped transfer, unsignaled, followed by `send` in one chain, ready to post:
+    /// the SEND's completion also tells that the transfer is done. `EINVAL` if nothing is
+    /// mapped, `EBUSY` if the transfer was posted already.
+    pub(crate) fn prepare_before<'a>(
+        self: Pin<&'a mut Self>,
+        send: &'a mut SendWr,
+    ) -> Result<Prepared<'a>> {
+        let (first, qp) = self.wrs(ptr::null_mut(), send.as_ptr())?;
+        // SAFETY: `first` heads the context's work requests and then `send`, all in what
+        // `'a` borrows.
+        Ok(unsafe { Prepared::new(first, qp) })
     }
 
     /// What the signature MR's PI checks found once the transfer completed: `None` if they

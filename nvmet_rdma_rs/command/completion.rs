@@ -5,12 +5,18 @@
 //! completion of the request. The queue's completion handlers (`dispatch`) find the
 //! queue of a completion and call these.
 
-// Still holds `unsafe`: slot-ownership promises the binding layers cannot check yet
-// (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
-#![allow(unsafe_code)]
+#![forbid(unsafe_code)]
 
-use super::{free_data, free_rw, handle_command, Connection, Io, RspSlot, RspState};
-use crate::rdma::WorkCompletion;
+use super::{
+    free_data, free_rw, handle_command, Connection, Io, RspOwner, RspSlot, RspState, AWAIT_CORE,
+    AWAIT_READ, AWAIT_SEND, AWAIT_WRITE,
+};
+use crate::nvmet::Request;
+use crate::rdma::{
+    qp_handle::QpHandle,
+    slot::{Prepared, Tag},
+    WorkCompletion,
+};
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::prelude::*;
@@ -57,93 +63,102 @@ pub(crate) fn recv_done(queue: &impl Connection, cmd: u32, wc: &WorkCompletion) 
     handle_command(queue, io, cmd, wc.byte_len);
 }
 
+/// The owner of response slot `rsp`, resumed from `tag` by the completion of the work
+/// request it posted; `None`, counted, for a completion the slot does not wait for (a
+/// provider's second completion of the same request).
+fn resumed<'a>(queue: &impl Connection, rsp: &'a RspSlot, tag: Tag) -> Option<RspOwner<'a>> {
+    let owner = rsp.state.resume(tag);
+    if owner.is_none() {
+        queue.stats().duplicate_completions.fetch_add(1, Relaxed);
+    }
+    owner
+}
+
 /// The data path of a command whose RDMA transfer (its READ, or its WRITEs with T10-PI)
-/// completed, and the command's state, with the transfer's send queue space given back.
-// (The state is the slot's, lent to the completion that owns the slot, as in
-// `RspSlot::state`.)
-#[allow(clippy::mut_from_ref)]
-fn transfer_completed<'a>(
-    queue: &'a impl Connection,
-    rsp: &'a RspSlot,
-) -> Option<(&'a Io, &'a mut RspState)> {
+/// completed, with the transfer's send queue space given back.
+fn transfer_completed<'a>(queue: &'a impl Connection, owner: &RspOwner<'_>) -> Option<&'a Io> {
     let io = queue.io()?;
-    // SAFETY: the transfer was the command's step in progress: it owns the slot.
-    let state = unsafe { rsp.state() };
-    io.sq_wr_avail.fetch_add(state.n_rdma as i32, Relaxed);
-    Some((io, state))
+    io.sq_wr_avail.fetch_add(owner.n_rdma as i32, Relaxed);
+    Some(io)
 }
 
 /// An RDMA READ of a command's data on `queue`, posted by [`Io::execute`], completed.
 pub(crate) fn read_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
-    if !rsp.read_posted.swap(false, Relaxed) {
-        // A provider's second completion of the same READ: the first one ran already.
-        queue.stats().duplicate_completions.fetch_add(1, Relaxed);
+    let Some(mut owner) = resumed(queue, rsp, AWAIT_READ) else {
         return;
-    }
-    let Some((io, state)) = transfer_completed(queue, rsp) else {
+    };
+    let Some(io) = transfer_completed(queue, &owner) else {
         return;
     };
     if !wc.is_ok() {
-        free_data(state);
-        io.return_recv(state);
+        free_data(&mut owner);
+        io.return_recv(&mut owner);
         // The request was started and has not completed; it never will now.
-        state.req.uninit();
-        io.release(queue, rsp);
+        owner.req.uninit();
+        io.release(queue, rsp.index, owner);
         failed(queue, "RDMA READ", wc);
         return;
     }
     queue
         .stats()
         .read_bytes
-        .fetch_add(state.req.transfer_len() as u64, Relaxed);
-    let pi_status = if state.rw.is_signature() {
-        io.pi_status(state)
+        .fetch_add(owner.req.transfer_len() as u64, Relaxed);
+    let pi_status = if owner.rw.is_signature() {
+        io.pi_status(&owner)
     } else {
         0
     };
-    free_rw(state);
+    free_rw(&mut owner);
     if pi_status != 0 {
-        state.req.complete(pi_status);
+        Request::complete(owner, AWAIT_CORE, pi_status);
     } else {
-        state.req.execute();
+        Request::execute(owner, AWAIT_CORE);
     }
+}
+
+/// The response SEND of a slot's state, ready to post on `qp`.
+fn prepared_send<'a>(state: &'a mut RspState, qp: &QpHandle) -> Result<Prepared<'a>> {
+    // (every slot's SEND is prepared with the queue)
+    Ok(state.send.as_mut().ok_or(EINVAL)?.prepare(qp))
 }
 
 /// The RDMA WRITEs of a command's data with T10-PI, posted by [`queue_response`],
 /// completed: the response goes out now, with the PI error the signature MR found, if any.
 pub(crate) fn write_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
-    let Some((io, state)) = transfer_completed(queue, rsp) else {
+    let Some(mut owner) = resumed(queue, rsp, AWAIT_WRITE) else {
         return;
     };
-    let pi_status = if wc.is_ok() { io.pi_status(state) } else { 0 };
-    free_rw(state);
+    let Some(io) = transfer_completed(queue, &owner) else {
+        return;
+    };
+    let pi_status = if wc.is_ok() { io.pi_status(&owner) } else { 0 };
+    free_rw(&mut owner);
     if !wc.is_ok() {
         // (the request completed already: only the slot is left to free)
-        io.release(queue, rsp);
+        io.release(queue, rsp.index, owner);
         failed(queue, "RDMA WRITE", wc);
         return;
     }
     if pi_status != 0 {
         // (the response is ours until its SEND is posted)
-        state.req.set_status(pi_status);
-        io.response_to_device(rsp);
+        owner.req.set_status(pi_status);
+        io.response_to_device(rsp.index);
     }
     // (the SEND was prepared by `queue_response`)
-    let posted = match state.send.as_mut() {
-        Some(send) => io.qp.post(send),
-        None => Err(EINVAL),
-    };
-    if posted.is_err() {
+    if let Err((_, owner)) = owner.post(AWAIT_SEND, |state| prepared_send(state, &io.qp)) {
         pr_err!("cannot post a response; ending the queue\n");
-        io.release(queue, rsp);
+        io.release(queue, rsp.index, owner);
         queue.close(c"send post failure");
     }
 }
 
 /// A response SEND, posted by [`queue_response`], completed.
 pub(crate) fn send_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
+    let Some(owner) = resumed(queue, rsp, AWAIT_SEND) else {
+        return;
+    };
     if let Some(io) = queue.io() {
-        io.release(queue, rsp);
+        io.release(queue, rsp.index, owner);
     }
     if !wc.is_ok() {
         failed(queue, "SEND", wc);
@@ -153,48 +168,59 @@ pub(crate) fn send_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkComplet
 /// `queue_response`: the nvmet core completed the request of `rsp` (passed to
 /// `nvmet_req_init` by [`Io::start`] on `queue`); send its data and response.
 pub(crate) fn queue_response(queue: &impl Connection, rsp: &RspSlot) {
+    let Some(mut owner) = rsp.state.resume(AWAIT_CORE) else {
+        pr_err!(
+            "queue {}: the nvmet core completed response slot {}, which it does not hold; ignored\n",
+            queue.number(),
+            rsp.index
+        );
+        return;
+    };
     let Some(io) = queue.io() else {
         return;
     };
-    // SAFETY: completing the request hands the slot back to this command's last steps.
-    let state = unsafe { rsp.state() };
-    let Some(send) = state.send.as_mut() else {
+    let invalidate = owner.invalidate;
+    let Some(send) = owner.send.as_mut() else {
         // (not expected: every slot's SEND is prepared with the queue)
         pr_err!("a response slot has no SEND; ending the queue\n");
         queue.close(c"send post failure");
         return;
     };
-    send.set_invalidate(state.invalidate);
+    send.set_invalidate(invalidate);
     // (the request is ours again: the core completed it)
-    let transfer_len = state.req.transfer_len();
-    let data_out = !state.write && transfer_len > 0 && !state.in_capsule;
-    let with_data = data_out && state.req.status() == 0 && state.rw.is_mapped();
+    let transfer_len = owner.req.transfer_len();
+    let data_out = !owner.write && transfer_len > 0 && !owner.in_capsule;
+    let with_data = data_out && owner.req.status() == 0 && owner.rw.is_mapped();
     if with_data {
         queue
             .stats()
             .write_bytes
             .fetch_add(transfer_len as u64, Relaxed);
     }
-    state.recv_owed = false;
-    if io.post_recv(state.cmd).is_err() {
+    owner.recv_owed = false;
+    if io.post_recv(owner.cmd).is_err() {
         queue.close(c"receive post failure");
     }
-    io.response_to_device(rsp);
+    io.response_to_device(rsp.index);
+    let qp = &io.qp;
     let posted = if !with_data {
-        io.qp.post(send)
-    } else if state.rw.is_signature() {
+        owner.post(AWAIT_SEND, |state| prepared_send(state, qp))
+    } else if owner.rw.is_signature() {
         // With PI the SEND waits for the WRITEs' completion (`write_done`), which tells
         // whether the PI was intact.
-        state.rw.as_mut().post()
+        owner.post(AWAIT_WRITE, |state| state.rw.as_mut().prepare())
     } else {
-        state.rw.as_mut().post_before(send)
+        owner.post(AWAIT_SEND, |state| {
+            let send = state.send.as_mut().ok_or(EINVAL)?;
+            state.rw.as_mut().prepare_before(send)
+        })
     };
-    if posted.is_err() {
+    if let Err((_, mut owner)) = posted {
         pr_err!("cannot post a response; ending the queue\n");
         // The send queue space goes back (atomically: any context); the slot's data is
-        // reclaimed when the queue is released.
-        io.sq_wr_avail.fetch_add(state.send_wrs(), Relaxed);
-        state.n_rdma = 0;
+        // reclaimed when the queue is released (the slot stays off the free list).
+        io.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
+        owner.n_rdma = 0;
         queue.close(c"send post failure");
     }
 }

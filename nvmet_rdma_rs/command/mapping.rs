@@ -4,8 +4,9 @@
 //! READ/WRITE through an `rdma_rw` context (a signature context with T10-PI), and that
 //! context's end.
 
-// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
-// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
+// Still holds `unsafe`: lifecycle promises the binding layers cannot check yet (in-capsule
+// data lent to the request, the end of an `rdma_rw` transfer; Documentation/
+// nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use super::{Connection, Io, RspState};

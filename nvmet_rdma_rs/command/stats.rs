@@ -28,6 +28,7 @@ pub(crate) struct QueueStats {
     pub(crate) rsp_waits: AtomicU64,
     /// Failed work completions and malformed capsules.
     pub(crate) errors: AtomicU64,
-    /// Second completions of one RDMA READ (siw, on a flush), ignored.
+    /// Completions a response slot did not wait for (siw's second completion of one RDMA
+    /// READ, on a flush), ignored.
     pub(crate) duplicate_completions: AtomicU64,
 }

@@ -5,24 +5,28 @@
 
 #![forbid(unsafe_code)]
 
-use super::{Connection, Io, RspSlot};
+use super::{Connection, Io, RspOwner, AWAIT_SQ_SPACE};
 use core::sync::atomic::{
     fence,
     Ordering::{Relaxed, SeqCst},
 };
+use kernel::prelude::*;
 
 impl Io {
-    /// A command found the send queue full: it waits for a completion to return space,
-    /// or ends here if the queue's release already ended the waiting ones.
-    pub(super) fn wait_for_space(&self, queue: &impl Connection, rsp: &RspSlot) {
+    /// A command found the send queue full: it waits (its response slot `index` handed
+    /// off to the list) for a completion to return space, or ends here if the queue's
+    /// release already ended the waiting ones.
+    pub(super) fn wait_for_space(&self, queue: &impl Connection, index: u32, owner: RspOwner<'_>) {
         {
             let mut waiting = queue.lists().waiting.lock();
             // (the list has room for every slot: only a closed list refuses)
-            if !waiting.push_back(rsp.index) {
+            if !waiting.push_back(index) {
                 drop(waiting);
-                self.abandon(rsp);
+                self.abandon(owner);
                 return;
             }
+            // (handed off under the lock: whoever pops the slot finds it waiting)
+            owner.hand_off(AWAIT_SQ_SPACE);
             // (counted under the lock: whoever pops it decrements after this)
             self.waiters.fetch_add(1, Relaxed);
         }
@@ -30,6 +34,16 @@ impl Io {
         // completion that ran beside this one and saw no waiter: completions usually run
         // one at a time, but a drain on an SRQ polls the shared CQ outside its worker.
         self.run_waiting(queue);
+    }
+
+    /// The owner of a response slot taken off the wait list; `None`, logged, if the slot
+    /// was not waiting (not expected).
+    fn resume_waiting(&self, index: u32) -> Option<RspOwner<'_>> {
+        let owner = self.rsps.get(index as usize)?.state.resume(AWAIT_SQ_SPACE);
+        if owner.is_none() {
+            pr_err!("response slot {index} was on the wait list without waiting; dropped\n");
+        }
+        owner
     }
 
     /// Starts waiting commands in order while the send queue has room.
@@ -45,16 +59,27 @@ impl Io {
             let Some(index) = queue.lists().waiting.lock().pop_front() else {
                 return;
             };
-            let rsp = &self.rsps[index as usize];
-            let Err(needed) = self.execute(rsp) else {
+            let Some(owner) = self.resume_waiting(index) else {
                 self.waiters.fetch_sub(1, Relaxed);
                 continue;
             };
+            let (needed, owner) = match self.execute(owner) {
+                Ok(()) => {
+                    self.waiters.fetch_sub(1, Relaxed);
+                    continue;
+                }
+                Err(waits) => waits,
+            };
             // Still no room: back to the front, still counted in `waiters`.
-            if !queue.lists().waiting.lock().push_front(index) {
-                self.waiters.fetch_sub(1, Relaxed);
-                self.abandon(rsp);
-                return;
+            {
+                let mut waiting = queue.lists().waiting.lock();
+                if !waiting.push_front(index) {
+                    drop(waiting);
+                    self.waiters.fetch_sub(1, Relaxed);
+                    self.abandon(owner);
+                    return;
+                }
+                owner.hand_off(AWAIT_SQ_SPACE);
             }
             // A completion that returned space while the command was off the list found
             // the list empty and left; its space is visible now that the push took the
@@ -76,7 +101,9 @@ impl Io {
                 return;
             };
             self.waiters.fetch_sub(1, Relaxed);
-            self.abandon(&self.rsps[index as usize]);
+            if let Some(owner) = self.resume_waiting(index) {
+                self.abandon(owner);
+            }
         }
     }
 }
