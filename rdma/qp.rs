@@ -3,7 +3,8 @@
 //! Queue pairs: posting work requests and running their completions.
 //!
 //! Every work request is signalled and carries a small heap record with its `ib_cqe`,
-//! the caller's completion closure and clones of the buffers and MRs it touches. The
+//! the caller's completion closure and clones of the buffers and MRs it touches; an RDMA
+//! READ or WRITE carries the `rdma_rw` context it went through (see [`Qp::post_send`]). The
 //! record is freed when the completion runs, so memory a work request uses cannot be
 //! freed or unmapped while the device may still access it, and no completion is ever
 //! silently lost (the seed demo's unsignalled REG_MR was).
@@ -25,8 +26,14 @@
 //! - Posting closes before the QP is drained: a request posted after the drain's marker
 //!   would be flushed after it, into a CQ nobody polls any more.
 
-use super::{bindings, DmaBuf, Mr, WorkCompletion};
-use core::ptr::NonNull;
+use super::{
+    bindings,
+    qp_handle::QpHandle,
+    rw::{Direction, Remote, RwCtx},
+    sgl::BufSgl,
+    DmaBuf, Mr, WorkCompletion,
+};
+use core::{pin::Pin, ptr::NonNull};
 use kernel::{
     new_spinlock,
     prelude::*,
@@ -68,15 +75,16 @@ pub(crate) enum SendOp<'a> {
         /// A peer rkey to invalidate with the send.
         invalidate: Option<u32>,
     },
-    /// RDMA WRITE `local` to `remote`.
+    /// RDMA WRITE `local` to `remote`, through an `rdma_rw` context (see [`Qp::post_send`]).
     Write {
         /// The source.
         local: Local<'a>,
         /// The target at the peer.
         remote: RemoteBuf,
     },
-    /// RDMA READ `remote` into `local`; with `invalidate`, RDMA_READ_WITH_INV of that local
-    /// MR (iWARP devices only).
+    /// RDMA READ `remote` into `local`, through an `rdma_rw` context (see [`Qp::post_send`]);
+    /// with `invalidate`, RDMA_READ_WITH_INV of that local MR (iWARP devices only), posted
+    /// as it is.
     Read {
         /// The sink.
         local: Local<'a>,
@@ -116,6 +124,9 @@ struct RecordHeader {
     next: *mut RecordHeader,
     /// Frees the whole record (its closure type erased).
     free: unsafe fn(*mut RecordHeader),
+    /// Destroys the record's `rdma_rw` context, if it still has one (its closure type
+    /// erased).
+    end_transfer: unsafe fn(*mut RecordHeader),
     /// The list the record is on: its QP's, which outlives every completion of the QP
     /// (see [`QpRecords`]).
     records: *const QpRecords,
@@ -128,6 +139,9 @@ struct InFlight<F> {
     on_done: Option<F>,
     buf: Option<DmaBuf>,
     mr: Option<(Mr, MrEffectKind)>,
+    /// The `rdma_rw` context of an RDMA READ or WRITE (holding the buffer it maps),
+    /// destroyed by the request's first completion.
+    rw: Option<Pin<KBox<RwCtx<BufSgl>>>>,
 }
 
 /// What a work request does to the MR it carries.
@@ -169,15 +183,22 @@ unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
     // INVARIANT: its first completion is running.
     completed.store(true, Release);
     // SAFETY: this is the record's first completion, the one step that uses its contents
-    // (`on_done`, `buf`, `mr`: the list only links the header and frees the record after
-    // the QP's completions are over); a record of `F`.
-    let (on_done, buf, mr) = unsafe {
+    // (`on_done`, `buf`, `mr`, `rw`: the list only links the header and frees the record
+    // after the QP's completions are over); a record of `F`.
+    let (on_done, buf, mr, rw) = unsafe {
         (
             &mut (*record).on_done,
             &mut (*record).buf,
             &mut (*record).mr,
+            &mut (*record).rw,
         )
     };
+    if let Some(mut rw) = rw.take() {
+        // SAFETY: the transfer's requests are done: this is the first completion of the
+        // last one, the only one signaled (failed or flushed: done too). Unmapped before
+        // the closure looks at what a READ brought.
+        drop(unsafe { rw.as_mut().destroy() });
+    }
     if let Some((mr, effect)) = mr {
         mr.complete(*effect, ok);
     }
@@ -202,6 +223,26 @@ unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
 unsafe fn free_record<F>(header: *mut RecordHeader) {
     // SAFETY: see the function's safety section.
     drop(unsafe { KBox::from_raw(header.cast::<InFlight<F>>()) });
+}
+
+/// Destroys the `rdma_rw` context of a record of closure type `F`, if it has one (the
+/// header's `end_transfer`).
+///
+/// # Safety
+///
+/// `header` starts an `InFlight<F>` on its QP's list, whose QP is drained and not
+/// destroyed yet, and whose completion does not run (the drain ran every completion the
+/// provider delivers).
+unsafe fn end_transfer_of<F>(header: *mut RecordHeader) {
+    // SAFETY: a record of `F`, which nothing else uses now (see the function's safety
+    // section).
+    let rw = unsafe { (*header.cast::<InFlight<F>>()).rw.take() };
+    if let Some(mut rw) = rw {
+        // SAFETY: the QP is drained: the device is done with the transfer, whose
+        // completion the provider never delivered; its QP (and the MR pool the context
+        // took MRs from) is still there.
+        drop(unsafe { rw.as_mut().destroy() });
+    }
 }
 
 /// The list head of a QP's records.
@@ -254,6 +295,28 @@ impl QpRecords {
         self.closed.xchg(true, Full);
         while self.posting.load(Acquire) != 0 {
             kernel::time::delay::fsleep(kernel::time::Delta::from_micros(50));
+        }
+    }
+
+    /// Once the QP is drained, before it is destroyed: destroys the `rdma_rw` contexts of
+    /// requests whose completion the provider never delivered (siw loses some when a
+    /// connection drops under them), so that their MRs go back to the QP's pool and their
+    /// buffers are released with their records.
+    ///
+    /// # Safety
+    ///
+    /// The QP is drained (posting closed, `ib_drain_qp` returned) and not destroyed yet.
+    pub(super) unsafe fn end_transfers(&self) {
+        let list = self.list.lock();
+        let mut next = list.head;
+        while !next.is_null() {
+            // SAFETY: a record on the list, whose links the lock guards; no completion of
+            // the drained QP runs any more (the function's safety section).
+            unsafe {
+                let record = next;
+                next = (*record).next;
+                ((*record).end_transfer)(record);
+            }
         }
     }
 
@@ -348,6 +411,7 @@ unsafe impl Sync for QpRecords {}
 /// A queue pair, borrowed from the [`super::CmId`] that owns it.
 pub(crate) struct Qp<'a> {
     qp: NonNull<bindings::ib_qp>,
+    port: u32,
     records: &'a QpRecords,
 }
 
@@ -356,11 +420,15 @@ impl<'a> Qp<'a> {
     ///
     /// # Safety
     ///
-    /// `qp` stays live while the `Qp` exists, and is drained (all its work requests
-    /// completed) before it is destroyed; `records` is its own, freed only once no
-    /// completion of the QP runs any more.
-    pub(crate) unsafe fn from_raw(qp: NonNull<bindings::ib_qp>, records: &'a QpRecords) -> Self {
-        Self { qp, records }
+    /// `qp`, of port `port`, stays live while the `Qp` exists, and is drained (all its
+    /// work requests completed) before it is destroyed; `records` is its own, freed only
+    /// once no completion of the QP runs any more.
+    pub(crate) unsafe fn from_raw(
+        qp: NonNull<bindings::ib_qp>,
+        port: u32,
+        records: &'a QpRecords,
+    ) -> Self {
+        Self { qp, port, records }
     }
 
     /// Posts a receive into `local`; `on_done` runs with its completion.
@@ -377,7 +445,7 @@ impl<'a> Qp<'a> {
         F: FnOnce(WorkCompletion) + Send + 'static,
     {
         let mut sge = sge(&local);
-        let record = in_flight(self.records, on_done, Some(local.buf.clone()), None)?;
+        let record = in_flight(self.records, on_done, Some(local.buf.clone()), None, None)?;
         // SAFETY: all-zeroes is a valid, empty receive work request.
         let mut wr: bindings::ib_recv_wr = unsafe { core::mem::zeroed() };
         wr.__bindgen_anon_1.wr_cqe = record.cast();
@@ -393,6 +461,12 @@ impl<'a> Qp<'a> {
 
     /// Posts a send queue operation, signalled; `on_done` runs with its completion.
     /// `ENOTCONN` once the QP is being drained.
+    ///
+    /// An RDMA READ (without invalidate) or WRITE goes through an `rdma_rw` context, as a
+    /// kernel ULP's does: the RDMA core reaches `local` through the PD's local DMA lkey, or
+    /// registers it through MRs from the QP's pool where the device needs that (iWARP
+    /// READs: `QpCaps::rdma_ctxs`), and may post several requests, the last one signaled;
+    /// `local.lkey` is not used. The context is destroyed when that one completes.
     pub(crate) fn post_send<F>(&self, op: SendOp<'_>, on_done: F) -> Result
     where
         F: FnOnce(WorkCompletion) + Send + 'static,
@@ -411,6 +485,14 @@ impl<'a> Qp<'a> {
         let mut sge = bindings::ib_sge::default();
         let mut use_reg = false;
         let (buf, mr) = match op {
+            SendOp::Write { local, remote } => {
+                return self.post_rw(local, remote, Direction::ToRemote, on_done);
+            }
+            SendOp::Read {
+                local,
+                remote,
+                invalidate: None,
+            } => return self.post_rw(local, remote, Direction::FromRemote, on_done),
             SendOp::Send { local, invalidate } => {
                 fill_sge(&mut rdma.wr, &mut sge, &local)?;
                 match invalidate {
@@ -422,33 +504,20 @@ impl<'a> Qp<'a> {
                 }
                 (Some(local.buf.clone()), None)
             }
-            SendOp::Write { local, remote } => {
-                fill_sge(&mut rdma.wr, &mut sge, &local)?;
-                rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
-                rdma.remote_addr = remote.addr;
-                rdma.rkey = remote.rkey;
-                (Some(local.buf.clone()), None)
-            }
             SendOp::Read {
                 local,
                 remote,
-                invalidate,
+                invalidate: Some(mr),
             } => {
                 fill_sge(&mut rdma.wr, &mut sge, &local)?;
                 rdma.remote_addr = remote.addr;
                 rdma.rkey = remote.rkey;
-                let mr = match invalidate {
-                    Some(mr) => {
-                        rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV;
-                        rdma.wr.ex.invalidate_rkey = mr.lkey();
-                        Some((mr.clone(), MrEffectKind::Invalidated))
-                    }
-                    None => {
-                        rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
-                        None
-                    }
-                };
-                (Some(local.buf.clone()), mr)
+                rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV;
+                rdma.wr.ex.invalidate_rkey = mr.lkey();
+                (
+                    Some(local.buf.clone()),
+                    Some((mr.clone(), MrEffectKind::Invalidated)),
+                )
             }
             SendOp::Register { mr, access } => {
                 use_reg = true;
@@ -467,7 +536,7 @@ impl<'a> Qp<'a> {
         if let Some((mr, effect)) = &mr {
             mr.begin(*effect)?;
         }
-        let record = match in_flight(self.records, on_done, buf, mr.clone()) {
+        let record = match in_flight(self.records, on_done, buf, mr.clone(), None) {
             Ok(record) => record,
             Err(e) => {
                 if let Some((mr, effect)) = &mr {
@@ -485,6 +554,55 @@ impl<'a> Qp<'a> {
         // buffers and MRs alive until the completion, which is signalled, runs.
         let ret = unsafe { bindings::rdma_rs_ib_post_send(self.qp.as_ptr(), wr, &mut bad) };
         finish_post::<F>(self.records, ret, core::ptr::eq(bad, wr), record)
+    }
+}
+
+impl Qp<'_> {
+    /// RDMA READ (`dir` from the remote) or WRITE of `local` with `remote`, through an
+    /// `rdma_rw` context that the request's record owns (see [`Qp::post_send`]).
+    fn post_rw<F>(&self, local: Local<'_>, remote: RemoteBuf, dir: Direction, on_done: F) -> Result
+    where
+        F: FnOnce(WorkCompletion) + Send + 'static,
+    {
+        check_range(&local)?;
+        let lists = BufSgl::new(local.buf, local.offset, local.len)?;
+        let ctx = KBox::pin_init(RwCtx::new(), GFP_KERNEL)?;
+        // SAFETY: the QP is live while this `Qp` exists and until its drain, which runs
+        // every completion first (invariant of `from_raw`); the context mapped through
+        // this handle is destroyed by its request's first completion, or, never
+        // completed, leaked with its record at the QP's end (`RwCtx`'s `Drop`).
+        let qp = unsafe { QpHandle::new(self.qp, self.port) };
+        let remote = Remote {
+            addr: remote.addr,
+            rkey: remote.rkey,
+        };
+        self.records.post(|| {
+            // (the record first: once mapped, the context is only dropped through it)
+            let record = in_flight(self.records, on_done, None, None, Some(ctx))?;
+            // SAFETY: the record was just made, with its context, and nothing else uses
+            // it until it is posted below; its `cqe` is the entry its completion runs.
+            let (cqe, rw) = unsafe { (&raw mut (*record).header.cqe, (*record).rw.as_mut()) };
+            let prepared = match rw {
+                Some(rw) => rw
+                    .as_mut()
+                    .init(&qp, lists, remote, dir, None)
+                    .map_err(|(e, _)| e)
+                    .and_then(|_| rw.as_mut().wrs(cqe, core::ptr::null_mut())),
+                None => Err(EINVAL),
+            };
+            let first = match prepared {
+                Ok((first, _)) => first,
+                // Nothing posted: the record goes, and its context with what it mapped.
+                Err(e) => return finish_post::<F>(self.records, e.to_errno(), true, record),
+            };
+            let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+            // SAFETY: the QP is live; `first` heads the context's requests, which the
+            // provider copies before it returns; the last carries the record's entry, and
+            // the record (with the context and the buffer it maps) lives until that
+            // completion ran or the QP ended (`in_flight`).
+            let ret = unsafe { bindings::rdma_rs_ib_post_send(self.qp.as_ptr(), first, &mut bad) };
+            finish_post::<F>(self.records, ret, core::ptr::eq(bad, first), record)
+        })
     }
 }
 
@@ -526,6 +644,7 @@ fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
     on_done: F,
     buf: Option<DmaBuf>,
     mr: Option<(Mr, MrEffectKind)>,
+    rw: Option<Pin<KBox<RwCtx<BufSgl>>>>,
 ) -> Result<*mut InFlight<F>> {
     let record = KBox::new(
         InFlight {
@@ -539,11 +658,13 @@ fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
                 prev: core::ptr::null_mut(),
                 next: core::ptr::null_mut(),
                 free: free_record::<F>,
+                end_transfer: end_transfer_of::<F>,
                 records,
             },
             on_done: Some(on_done),
             buf,
             mr,
+            rw,
         },
         GFP_ATOMIC,
     )?;
@@ -568,11 +689,15 @@ fn finish_post<F: FnOnce(WorkCompletion) + Send + 'static>(
         return Ok(());
     }
     if refused {
-        // SAFETY: the provider did not take the request, so no completion will use the
-        // record; `in_flight` put it on this list.
+        // SAFETY: the provider did not take the request (the first of its chain), so no
+        // completion will use the record, and an `rdma_rw` context in it posted nothing;
+        // `in_flight` put it on this list.
         unsafe {
             if let Some((mr, effect)) = &(*record).mr {
                 mr.complete(*effect, false);
+            }
+            if let Some(rw) = (*record).rw.as_mut() {
+                drop(rw.as_mut().destroy());
             }
             records.remove_and_free(record.cast());
         }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A scatterlist embedded in its owner, pointed at part of a [`DmaBuf`] page by page: how a
-//! receive slot lends its in-capsule data to a request.
+//! Scatterlists over [`DmaBuf`]s: one embedded in its owner, pointed at part of a buffer
+//! page by page (how a receive slot lends its in-capsule data to a request), and a
+//! one-entry list that holds its buffer (what an `rdma_rw` transfer of it maps).
 //!
 //! C header: [`include/linux/scatterlist.h`].
 //!
 //! [`include/linux/scatterlist.h`]: srctree/include/linux/scatterlist.h
 
-use super::{bindings, DmaBuf};
+use super::{bindings, rw::SgLists, DmaBuf};
 use kernel::{page::PAGE_SIZE, prelude::*, types::Opaque};
 
 /// A scatterlist of at most `N` entries, one per page of the bytes it describes.
@@ -68,5 +69,59 @@ impl<const N: usize> PageSgl<N> {
             left -= chunk;
         }
         Ok((sg, count as u32))
+    }
+}
+
+/// A one-entry scatterlist over `len` bytes of a [`DmaBuf`] (kmalloc'd, so physically
+/// contiguous), holding the buffer: what an `rdma_rw` transfer of the demo pair's
+/// buffers maps (see `Qp::post_send`).
+///
+/// # Invariants
+///
+/// `sg` is an initialised one-entry list over `len` bytes at `offset` of `buf`, within it,
+/// unchanged while the value lives.
+pub(crate) struct BufSgl {
+    sg: KBox<Opaque<bindings::scatterlist>>,
+    buf: DmaBuf,
+}
+
+impl BufSgl {
+    /// The list over `len` bytes at `offset` of `buf`; `EINVAL` for nothing or past the
+    /// end of the buffer.
+    pub(crate) fn new(buf: &DmaBuf, offset: usize, len: u32) -> Result<Self> {
+        let end = offset.checked_add(len as usize).ok_or(EINVAL)?;
+        if len == 0 || end > buf.len() {
+            return Err(EINVAL);
+        }
+        let cpu = buf.cpu_ptr(offset)?;
+        let sg = KBox::new(Opaque::<bindings::scatterlist>::zeroed(), GFP_KERNEL)?;
+        // SAFETY: the entry is ours, in its box; `cpu` and the `len` bytes after it lie in
+        // `buf`'s kmalloc'd memory (checked above), which `sg_set_buf` may describe by page
+        // and offset even across pages (one contiguous allocation).
+        unsafe {
+            bindings::sg_init_table(sg.get(), 1);
+            bindings::rdma_rs_sg_set_buf(sg.get(), cpu.cast(), len);
+        }
+        // INVARIANT: initialised over the checked range; `buf` is held with it.
+        Ok(Self {
+            sg,
+            buf: buf.clone(),
+        })
+    }
+}
+
+// SAFETY: the list is plain memory, written once at creation; the buffer it describes is
+// reference-counted memory that any CPU may hand to the device.
+unsafe impl Send for BufSgl {}
+
+// SAFETY: the list is valid and unchanged while the value lives, boxed so that it does
+// not move with it, and describes memory `buf` keeps allocated (type invariant).
+unsafe impl SgLists for BufSgl {
+    fn data(&self) -> (*mut bindings::scatterlist, u32) {
+        (self.sg.get(), 1)
+    }
+
+    fn metadata(&self) -> (*mut bindings::scatterlist, u32) {
+        (core::ptr::null_mut(), 0)
     }
 }

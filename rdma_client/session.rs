@@ -13,10 +13,10 @@ mod bench;
 mod ping;
 
 use crate::bench::{BenchResult, MAX_DEPTH};
-use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
-    access, code, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd, PollContext,
-    QpCaps, SendOp, SocketAddr, WorkCompletion,
+    access, code, rw, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd,
+    PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
@@ -241,7 +241,12 @@ impl Session {
         let send = DmaBuf::new(device, SLOT_SIZE)?;
         let source = DmaBuf::new(device, MAX_TEXT)?;
         let sink = DmaBuf::new(device, MAX_TEXT)?;
-        let caps = QpCaps::new(8 + MAX_DEPTH, RECV_SLOTS as u32);
+        // The bench's READs and WRITEs go through `rdma_rw` contexts (`depth` at a time),
+        // which iWARP devices register through MRs from the QP's pool.
+        let caps = QpCaps {
+            rdma_ctxs: MAX_DEPTH * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
+            ..QpCaps::new(8 + MAX_DEPTH, RECV_SLOTS as u32)
+        };
         id.create_qp(pd, caps, PollContext::Workqueue)?;
         id.resolve_route()?;
         this.wait_cm(CmEventKind::RouteResolved)?;

@@ -13,10 +13,10 @@
 
 mod transfer;
 
-use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, SLOT_SIZE};
+use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
-    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Mr, OwnedQueue, Pd, PollContext,
-    QpCaps, SendOp, SocketAddr, WorkCompletion,
+    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Mr, OwnedQueue, Pd,
+    PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use kernel::{
@@ -307,7 +307,12 @@ impl Connection {
             Ok(buffers) => buffers,
             Err(e) => return Err((e, id)),
         };
-        let caps = QpCaps::new(4 * RECV_SLOTS as u32, RECV_SLOTS as u32);
+        // The PING READs and WRITEs go through `rdma_rw` contexts (one per message being
+        // served), which iWARP devices register through MRs from the QP's pool.
+        let caps = QpCaps {
+            rdma_ctxs: RECV_SLOTS as u32 * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
+            ..QpCaps::new(4 * RECV_SLOTS as u32, RECV_SLOTS as u32)
+        };
         if let Err(e) = id.create_qp(pd, caps, PollContext::Workqueue) {
             return Err((e, id));
         }

@@ -71,6 +71,10 @@ const NO_BUFFER: RemoteBuf = RemoteBuf {
 /// The largest PING transfer, as krping allows.
 pub(crate) const MAX_PING: u32 = 4 << 20;
 
+/// Pages the largest RDMA READ or WRITE spans (`MAX_PING` bytes, anywhere in a buffer):
+/// what each side's QP sizes its `rdma_rw` resources for.
+pub(crate) const MAX_TRANSFER_PAGES: u32 = MAX_PING.div_ceil(kernel::page::PAGE_SIZE as u32) + 1;
+
 /// A decoded message header.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Message {

@@ -91,8 +91,11 @@ impl Verbs {
         if !self.drained.swap(true, Ordering::AcqRel) {
             // Nothing may be posted behind the drain's marker: it would never complete.
             self.records.close();
-            // SAFETY: see the function's safety section.
-            unsafe { bindings::ib_drain_qp((*id).qp) };
+            // SAFETY: see the function's safety section; drained, the QP still exists.
+            unsafe {
+                bindings::ib_drain_qp((*id).qp);
+                self.records.end_transfers();
+            }
         }
     }
 }
@@ -271,7 +274,7 @@ impl<T: CmHandler> CmId<T> {
         let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
         // SAFETY: the QP lives as long as `self` is borrowed, and `Drop` drains it before
         // destroying it; its `records` go only after its CQ (field order of `Verbs`).
-        Some(unsafe { Qp::from_raw(qp, &verbs.records) })
+        Some(unsafe { Qp::from_raw(qp, self.port_num(), &verbs.records) })
     }
 
     /// `len` bytes of `buf` at `offset`, with the PD's local DMA lkey: the usual local side
