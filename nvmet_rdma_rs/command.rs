@@ -215,9 +215,9 @@ pub(crate) struct Io {
 
 fn new_rsp(index: u32) -> Result<RspSlot> {
     Ok(RspSlot {
-        send_cqe: Cqe::new(),
-        read_cqe: Cqe::new(),
-        write_cqe: Cqe::new(),
+        send_cqe: Cqe::on_qp(),
+        read_cqe: Cqe::on_qp(),
+        write_cqe: Cqe::on_qp(),
         state: Slot::new(RspState {
             in_use: false,
             cmd: 0,
@@ -300,8 +300,9 @@ impl Io {
             } = rsp;
             let state = state.get_mut();
             // SAFETY: the slots never move and live, with the response buffer, as long as
-            // the queue, which drains its QP before it drops them (type invariant); the
-            // device outlives the queue's verbs. (`p2p_client`, the device if it can reach
+            // the queue, which drains its QP before it drops them (type invariant); their
+            // requests are posted only on that QP, a `CmId<Queue>`'s (the entries are
+            // `Cqe::on_qp`); the device outlives the queue's verbs. (`p2p_client`, the device if it can reach
             // PCI peer-to-peer memory, lets the nvmet core place keyed data in a
             // namespace's P2P memory, `use_p2pmem`, as the C transport allows.)
             unsafe {
@@ -466,8 +467,11 @@ impl Io {
             return Err((needed, owner));
         }
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
-            // (the context was initialised by `map_keyed`)
-            if let Err((_, owner)) = owner.post(AWAIT_READ, |state| state.rw.as_mut().prepare()) {
+            // (the context was initialised by `map_keyed`; a READ the provider queued
+            // although the post failed completes, flushed, through `read_done`)
+            if let Err((_, Some(owner))) =
+                owner.post(AWAIT_READ, |state| state.rw.as_mut().prepare())
+            {
                 Request::complete(owner, AWAIT_CORE, status::DATA_XFER_ERROR);
             }
         } else {
@@ -500,16 +504,25 @@ impl Io {
     }
 
     /// After the queue was drained: frees what commands that never completed still hold.
-    pub(crate) fn reclaim(&self) {
+    ///
+    /// # Safety
+    ///
+    /// The queue's QP is drained and the nvmet core finished every request of the queue:
+    /// nothing resumes a response slot any more.
+    pub(crate) unsafe fn reclaim(&self) {
         for rsp in &self.rsps {
-            // The QP is drained and the nvmet core finished every request: every slot is
-            // free again (a command whose response could not be posted left its slot free
-            // with what it held).
-            let Some(mut owner) = rsp.state.claim() else {
+            // Every slot is free again (a command whose response could not be posted left
+            // its slot free with what it held), unless a completion it waited for never
+            // came (a provider loses some when a connection drops under them).
+            let owner = rsp.state.claim().or_else(|| {
                 pr_warn!(
-                    "response slot {} is still handed off after the drain; leaking what it holds\n",
+                    "response slot {} never got the completion it waited for; reclaimed after the drain\n",
                     rsp.index
                 );
+                // SAFETY: the function's safety section: nothing resumes it any more.
+                unsafe { rsp.state.take_after_drain() }
+            });
+            let Some(mut owner) = owner else {
                 continue;
             };
             if owner.in_use {

@@ -85,7 +85,7 @@ impl RecvSlots {
         for index in 0..count {
             cmds.push(
                 CmdSlot {
-                    cqe: Cqe::new(),
+                    cqe: Cqe::on_qp(),
                     wr: None,
                     sg: PageSgl::new(),
                     index,
@@ -108,7 +108,8 @@ impl RecvSlots {
             // SAFETY: the slots never move and live as long as the set, with the buffers
             // (type invariant): a queue's own slots are posted on its QP, which the queue
             // drains before it drops the set; shared slots on the SRQ, destroyed before the
-            // buffers are freed.
+            // buffers are freed. Either way only queues' QPs (of `CmId<Queue>`s, as
+            // `Cqe::on_qp` asks) take the receives.
             cmd.wr = Some(unsafe { RecvWr::new(&cmd.cqe, lkey, capsule, data)? });
         }
         Ok(Self {

@@ -7,11 +7,14 @@
 //! (`container_of`) is written once, here, the way `kernel::workqueue` does it for work
 //! items: an object embeds a [`Cqe<Self, ID>`], declares the field with
 //! [`impl_has_cqe!`], and implements [`CqeHandler<ID>`]; an object with several kinds of
-//! work requests embeds one `Cqe` per kind, told apart by `ID`.
+//! work requests embeds one `Cqe` per kind, told apart by `ID`. An object that does not
+//! hold its connection (an SRQ's receive slots serve several) implements
+//! [`QpCqeHandler<ID>`] instead, and its handler gets the connection too: the handler of
+//! the [`super::CmId`] whose QP the request completed on, found here as well.
 
-use super::{bindings, WorkCompletion};
+use super::{bindings, CmHandler, CmId, WorkCompletion};
 use core::marker::PhantomData;
-use kernel::types::Opaque;
+use kernel::{prelude::*, types::Opaque};
 
 /// The handler of the completions of the work requests that carry an object's
 /// [`Cqe<Self, ID>`].
@@ -19,6 +22,18 @@ pub(crate) trait CqeHandler<const ID: u64 = 0> {
     /// A work request that carried the object's `Cqe<Self, ID>` completed with `wc`.
     /// Runs in the CQ's poll context.
     fn done(&self, wc: &WorkCompletion);
+}
+
+/// The handler of the completions of the work requests that carry an object's
+/// [`Cqe<Self, ID>`] made with [`Cqe::on_qp`]: requests posted on the QPs of
+/// `CmId<Self::Connection>`s, whose handler (the connection) the completion reaches too.
+pub(crate) trait QpCqeHandler<const ID: u64 = 0> {
+    /// The CM handler of the ids on whose QPs the requests are posted.
+    type Connection: CmHandler;
+
+    /// A work request that carried the object's `Cqe<Self, ID>` completed with `wc` on a
+    /// QP of `connection`. Runs in the CQ's poll context.
+    fn done(&self, connection: &Self::Connection, wc: &WorkCompletion);
 }
 
 /// An object that embeds a [`Cqe<Self, ID>`]; implemented with [`impl_has_cqe!`].
@@ -36,11 +51,13 @@ pub(crate) unsafe trait HasCqe<const ID: u64 = 0> {
 ///
 /// Whoever posts a work request with [`Cqe::as_raw`] as its `wr_cqe` uses the `Cqe` that
 /// is `T`'s [`HasCqe<ID>`] field, and keeps the `T` alive and in place until the request's
-/// completion has run (or the QP is drained).
+/// completion has run (or the QP is drained); for an entry made with [`Cqe::on_qp`], it
+/// posts the request only on a QP of a `CmId<T::Connection>` (or on an SRQ from which
+/// only such QPs take).
 ///
 /// # Invariants
 ///
-/// `cqe.done` is [`Cqe::run`] for this `T` and `ID`.
+/// `cqe.done` is [`Cqe::run`] or [`Cqe::run_on_qp`] for this `T` and `ID`.
 #[repr(transparent)]
 pub(crate) struct Cqe<T, const ID: u64 = 0> {
     cqe: Opaque<bindings::ib_cqe>,
@@ -52,6 +69,32 @@ pub(crate) struct Cqe<T, const ID: u64 = 0> {
 unsafe impl<T, const ID: u64> Send for Cqe<T, ID> {}
 // SAFETY: as above.
 unsafe impl<T, const ID: u64> Sync for Cqe<T, ID> {}
+
+impl<T, const ID: u64> Cqe<T, ID> {
+    /// The entry, for a work request's `wr_cqe` (see the type's documentation).
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_cqe {
+        self.cqe.get()
+    }
+
+    /// The owner of the entry a completion names.
+    ///
+    /// # Safety
+    ///
+    /// `wc` is a valid completion of a request that carried the `Cqe<T, ID>` at
+    /// `T::OFFSET` of a live `T`, which stays alive for `'a`.
+    unsafe fn owner<'a>(wc: *mut bindings::ib_wc) -> &'a T
+    where
+        T: HasCqe<ID>,
+    {
+        // SAFETY: every work request that reaches a `Cqe`'s callback was posted with a
+        // `wr_cqe`, this entry, at `T::OFFSET` in a live `T` (the function's safety
+        // section and `HasCqe`); `Cqe` and `Opaque` are transparent.
+        unsafe {
+            let cqe = (*wc).__bindgen_anon_1.wr_cqe;
+            &*cqe.byte_sub(T::OFFSET).cast::<T>()
+        }
+    }
+}
 
 impl<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64> Cqe<T, ID> {
     /// An entry whose completions run `T`'s handler `ID`.
@@ -65,11 +108,6 @@ impl<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64> Cqe<T, ID> {
         }
     }
 
-    /// The entry, for a work request's `wr_cqe` (see the type's documentation).
-    pub(crate) fn as_raw(&self) -> *mut bindings::ib_cqe {
-        self.cqe.get()
-    }
-
     /// The completion callback the RDMA core calls.
     ///
     /// # Safety
@@ -78,13 +116,47 @@ impl<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64> Cqe<T, ID> {
     /// `Cqe<T, ID>` (its `done` is this function: type invariant), whose `T` is alive (the
     /// poster's promise, see the type's documentation).
     unsafe extern "C" fn run(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-        // SAFETY: the core passes a valid completion for the duration of the call; every
-        // work request that reaches this callback was posted with a `wr_cqe`.
-        let (wc, cqe) = unsafe { (&*wc, (*wc).__bindgen_anon_1.wr_cqe) };
-        // SAFETY: `cqe` is the `Cqe<T, ID>` at `T::OFFSET` in a live `T` (the function's
-        // safety section and `HasCqe`); `Cqe` and `Opaque` are transparent.
-        let owner = unsafe { &*cqe.byte_sub(T::OFFSET).cast::<T>() };
+        // SAFETY: the core passes a valid completion for the duration of the call, of a
+        // request that carried this entry, whose `T` is alive (the function's safety
+        // section).
+        let (owner, wc) = unsafe { (Self::owner(wc), &*wc) };
         owner.done(&WorkCompletion::from_raw(wc));
+    }
+}
+
+impl<T: HasCqe<ID> + QpCqeHandler<ID>, const ID: u64> Cqe<T, ID> {
+    /// An entry whose completions run `T`'s handler `ID` with the connection of the QP the
+    /// request completed on (posted only on QPs of `CmId<T::Connection>`s: see the type's
+    /// documentation).
+    pub(crate) fn on_qp() -> Self {
+        // INVARIANT: `done` is `run_on_qp` for `T` and `ID`.
+        Self {
+            cqe: Opaque::new(bindings::ib_cqe {
+                done: Some(Self::run_on_qp),
+            }),
+            _owner: PhantomData,
+        }
+    }
+
+    /// The completion callback the RDMA core calls, for entries made with [`Cqe::on_qp`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Cqe::run`]; and the request was posted on a QP of a `CmId<T::Connection>`
+    /// (the poster's promise, see the type's documentation), which drains it (running this
+    /// completion first) before it lets its handler go.
+    unsafe extern "C" fn run_on_qp(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+        // SAFETY: as in `run`.
+        let (owner, wc) = unsafe { (Self::owner(wc), &*wc) };
+        if wc.qp.is_null() {
+            // (rxe and siw name the QP on every completion, flushes included)
+            pr_warn!("a work completion names no QP; its handler does not run\n");
+            return;
+        }
+        // SAFETY: the QP is a `CmId<T::Connection>`'s, alive with its handler while its
+        // completions run (the function's safety section).
+        let connection = unsafe { CmId::<T::Connection>::handler_of_qp(wc.qp) };
+        owner.done(connection, &WorkCompletion::from_raw(wc));
     }
 }
 

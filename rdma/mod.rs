@@ -55,7 +55,7 @@ pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, QpCap
 #[allow(unused_imports)]
 pub(crate) use cq::{Cq, PollContext};
 #[allow(unused_imports)]
-pub(crate) use cqe::{Cqe, CqeHandler};
+pub(crate) use cqe::{Cqe, CqeHandler, QpCqeHandler};
 #[allow(unused_imports)]
 pub(crate) use device::Device;
 #[allow(unused_imports)]

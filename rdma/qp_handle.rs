@@ -6,12 +6,7 @@
 //! its `rdma_rw` contexts ([`super::rw::RwCtx`]). Sends and receives are prepared once
 //! ([`SendWr`], [`RecvWr`]) and posted again for each message.
 
-use super::{
-    bindings,
-    cqe::{Cqe, CqeHandler, HasCqe},
-    slot::Prepared,
-    DmaBuf,
-};
+use super::{bindings, cqe::Cqe, slot::Prepared, DmaBuf};
 use core::ptr::{self, NonNull};
 use kernel::prelude::*;
 
@@ -56,18 +51,25 @@ impl QpHandle {
         self.port
     }
 
-    /// Posts the chain of send work requests that starts at `first`.
+    /// Posts the chain of send work requests that starts at `first`. On failure, whether
+    /// the provider refused the chain's first request (nothing was posted): a provider may
+    /// also fail after it queued part of the chain, or all of it (siw, when it cannot start
+    /// sending), and those requests complete later, if only when the QP is drained.
     ///
     /// # Safety
     ///
     /// `first` and the requests it links to are valid for the call; the completion entry
     /// each carries, and the memory it points to, stay alive and in place until its
     /// completion ran or the QP was drained.
-    pub(super) unsafe fn post_send_raw(&self, first: *const bindings::ib_send_wr) -> Result {
+    pub(super) unsafe fn post_send_raw(
+        &self,
+        first: *const bindings::ib_send_wr,
+    ) -> Result<(), (Error, bool)> {
+        let mut bad: *const bindings::ib_send_wr = ptr::null();
         // SAFETY: the QP is live (type invariant); the provider copies the requests before
-        // it returns (the function's safety section).
-        let ret = unsafe { bindings::rdma_rs_ib_post_send(self.as_raw(), first, ptr::null_mut()) };
-        kernel::error::to_result(ret)
+        // it returns (the function's safety section), and may point `bad` at one of them.
+        let ret = unsafe { bindings::rdma_rs_ib_post_send(self.as_raw(), first, &mut bad) };
+        kernel::error::to_result(ret).map_err(|e| (e, ptr::eq(bad, first)))
     }
 
     /// Posts the receive `wr`.
@@ -107,8 +109,9 @@ impl SendWr {
     ///
     /// The object that embeds `cqe`, and `buf`'s memory, stay alive and in place while the
     /// request is posted, until its completion ran or its QP was drained: for every post
-    /// of the request, on whichever QP, for as long as it exists (posting is safe).
-    pub(crate) unsafe fn new<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
+    /// of the request, on whichever QP, for as long as it exists (posting is safe); an
+    /// entry made with [`Cqe::on_qp`] is posted only on QPs of its connection type.
+    pub(crate) unsafe fn new<T, const ID: u64>(
         cqe: &Cqe<T, ID>,
         buf: &DmaBuf,
         offset: usize,
@@ -223,8 +226,9 @@ impl RecvWr {
     /// The object that embeds `cqe`, and the ranges' memory, stay alive and in place while
     /// the request is posted, until its completion ran or its QP or SRQ was drained or
     /// destroyed: for every post of the request, on whichever QP or SRQ, for as long as it
-    /// exists (posting is safe).
-    pub(crate) unsafe fn new<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64>(
+    /// exists (posting is safe); an entry made with [`Cqe::on_qp`] is posted only on QPs
+    /// of its connection type, or on an SRQ only they take from.
+    pub(crate) unsafe fn new<T, const ID: u64>(
         cqe: &Cqe<T, ID>,
         lkey: u32,
         first: Range<'_>,

@@ -16,7 +16,7 @@
 
 use super::{
     bindings,
-    cqe::{Cqe, CqeHandler, HasCqe},
+    cqe::Cqe,
     qp_handle::{QpHandle, SendWr},
     signature::{SigAttrs, SigError},
     slot::Prepared,
@@ -140,15 +140,13 @@ impl<S: SgLists> RwCtx<S> {
     /// # Safety
     ///
     /// The objects that embed both entries stay alive and in place while the context is
-    /// used, until the completions of its posts ran or their QP was drained.
+    /// used, until the completions of its posts ran or their QP was drained; entries made
+    /// with [`Cqe::on_qp`] are posted only on QPs of their connection type.
     pub(crate) unsafe fn set_completions<T, const R: u64, U, const W: u64>(
         self: Pin<&mut Self>,
         from_remote: &Cqe<T, R>,
         to_remote: &Cqe<U, W>,
-    ) where
-        T: HasCqe<R> + CqeHandler<R>,
-        U: HasCqe<W> + CqeHandler<W>,
-    {
+    ) {
         // SAFETY: `completions` is not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
         // INVARIANT: the caller's promise.

@@ -83,6 +83,8 @@ impl<const N: usize> PageSgl<N> {
 pub(crate) struct BufSgl {
     sg: KBox<Opaque<bindings::scatterlist>>,
     buf: DmaBuf,
+    offset: usize,
+    len: u32,
 }
 
 impl BufSgl {
@@ -106,7 +108,20 @@ impl BufSgl {
         Ok(Self {
             sg,
             buf: buf.clone(),
+            offset,
+            len,
         })
+    }
+}
+
+impl BufSgl {
+    /// After a transfer through the list's own mapping (`rdma_rw` maps it apart from the
+    /// buffer's): hands the bytes the device may have written to the buffer's mapping too,
+    /// so that a later sync of it for the CPU (a bounce-buffered mapping copies) does not
+    /// bring back what it held before.
+    pub(crate) fn transferred(&self) {
+        self.buf
+            .sync_range_for_device(self.offset, self.len as usize);
     }
 }
 

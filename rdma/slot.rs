@@ -14,11 +14,15 @@
 //! one work request, or an event the slot does not wait for, finds no owner to resume.
 //!
 //! ```ignore
-//! let owner = slot.claim().ok_or(EBUSY)?;       // off the free list
-//! owner.post(SEND, |state| state.send.prepare())?; // the SEND's completion resumes it
+//! let mut owner = slot.claim().ok_or(EBUSY)?; // off the free list
+//! owner.len = 16;
+//! // The SEND's completion resumes it; on failure the owner comes back.
+//! owner.post(SEND_DONE, |state| Ok(state.send.prepare(&qp))).map_err(|(e, _)| e)?;
 //! // ... in the SEND's completion handler:
-//! let Some(owner) = slot.resume(SEND) else { return }; // a second completion: ignored
-//! drop(owner);                                   // free again
+//! let Some(owner) = slot.resume(SEND_DONE) else {
+//!     return; // a completion the slot does not wait for: ignored
+//! };
+//! drop(owner); // free again
 //! ```
 
 use super::{bindings, qp_handle::QpHandle};
@@ -36,24 +40,33 @@ use kernel::{
 const FREE: u32 = 0;
 /// An [`Owner`] exists.
 const OWNED: u32 = 1;
-/// Handed off to event `tag`: `AWAITING + tag`.
-const AWAITING: u32 = 2;
 
 /// What a handed-off slot waits for: a kind of completion, a core's answer, a list. Each
 /// user of [`Slot`] names its own.
 pub(crate) type Tag = u8;
 
+/// The smallest handed-off state: `awaiting(0)`.
+const AWAITING_MIN: u32 = 2;
+
+/// Handed off to event `tag`.
 const fn awaiting(tag: Tag) -> u32 {
-    AWAITING + tag as u32
+    AWAITING_MIN + 2 * tag as u32
+}
+
+/// Handed off to event `tag` by [`Owner::post`], whose post has not returned yet: the
+/// provider may still read the requests, which a resumed owner could change.
+const fn posting(tag: Tag) -> u32 {
+    awaiting(tag) + 1
 }
 
 /// A state `T` that one [`Owner`] at a time uses.
 ///
 /// # Invariants
 ///
-/// `state` is `OWNED` exactly while one `Owner` of this slot exists, and only an `Owner`
-/// reaches `value` (or `&mut self`); `FREE` or `AWAITING + tag` otherwise. Every change
-/// from `OWNED` is a release, and every change to `OWNED` an acquire, so that each owner
+/// `state` is `OWNED` exactly while one `Owner` of this slot exists, or `posting(tag)`
+/// while [`Owner::post`] (which holds what was the owner) runs its post; only they reach
+/// `value` (or `&mut self`). It is `FREE` or `awaiting(tag)` otherwise. Every change away
+/// from an owner is a release, and every change to `OWNED` an acquire, so that each owner
 /// sees what the previous one wrote.
 #[repr(C)]
 pub(crate) struct Slot<T> {
@@ -91,9 +104,23 @@ impl<T> Slot<T> {
 
     /// Takes the slot back from event `tag`, which gives it back: `None` unless the slot
     /// was handed off to that event (a second completion, or an event it does not wait
-    /// for).
+    /// for). A completion that comes while the post that handed the slot off to it has not
+    /// returned waits for that post (a few instructions: the provider is done with the
+    /// requests it completes, but may still walk the chain they are on).
     pub(crate) fn resume(&self, tag: Tag) -> Option<Owner<'_, T>> {
-        self.take(awaiting(tag))
+        loop {
+            match self.state.cmpxchg(awaiting(tag), OWNED, Acquire) {
+                // INVARIANT: `OWNED` from `awaiting(tag)`, with acquire: the only owner.
+                Ok(_) => {
+                    return Some(Owner {
+                        slot: self,
+                        _not_send: PhantomData,
+                    })
+                }
+                Err(state) if state == posting(tag) => kernel::processor::cpu_relax(),
+                Err(_) => return None,
+            }
+        }
     }
 
     fn take(&self, from: u32) -> Option<Owner<'_, T>> {
@@ -104,6 +131,34 @@ impl<T> Slot<T> {
             slot: self,
             _not_send: PhantomData,
         })
+    }
+
+    /// Takes the slot whatever event it was handed off to (`None` if it has an owner): for
+    /// the end of its user, when what it waits for will never come (a completion the
+    /// provider lost).
+    ///
+    /// # Safety
+    ///
+    /// Nothing resumes the slot any more: the QPs its requests went to are drained, and
+    /// every core it was handed to gave it back.
+    pub(crate) unsafe fn take_after_drain(&self) -> Option<Owner<'_, T>> {
+        let mut state = self.state.load(Relaxed);
+        loop {
+            if state == OWNED || (state >= AWAITING_MIN && (state - AWAITING_MIN) % 2 == 1) {
+                return None;
+            }
+            match self.state.cmpxchg(state, OWNED, Acquire) {
+                // INVARIANT: free or handed off to an event that will not take it back (the
+                // function's safety section): this owner is the only one.
+                Ok(_) => {
+                    return Some(Owner {
+                        slot: self,
+                        _not_send: PhantomData,
+                    })
+                }
+                Err(now) => state = now,
+            }
+        }
     }
 
     /// Whether the slot is handed off to event `tag` (a snapshot, for diagnostics).
@@ -146,40 +201,56 @@ impl<'a, T> Owner<'a, T> {
     }
 
     /// Posts the send work requests `prepare` takes from the state, and hands the slot off
-    /// to `tag`, the completion of the one that is signaled. On failure (the requests could
-    /// not be prepared or posted), the owner comes back with the error: nothing was
-    /// posted, or a failed chain left part of it posted, which only its QP's drain
-    /// completes.
+    /// to `tag`, the completion of the one that is signaled. On failure, the error, and
+    /// the owner if nothing was posted (the requests could not be prepared, or the
+    /// provider refused the first one). Without the owner, the provider failed after it
+    /// queued some or all of the chain: the slot stays handed off to `tag`, which the
+    /// completion of what was queued resumes, if only when the QP is drained.
     pub(crate) fn post(
         self,
         tag: Tag,
         prepare: impl for<'b> FnOnce(&'b mut T) -> Result<Prepared<'b>>,
-    ) -> Result<(), (Error, Self)> {
+    ) -> Result<(), (Error, Option<Self>)> {
         let slot = self.slot;
         // SAFETY: this is the slot's only owner (type invariant).
         let prepared = match prepare(unsafe { &mut *slot.value.get() }) {
             Ok(prepared) => prepared,
-            Err(e) => return Err((e, self)),
+            Err(e) => return Err((e, Some(self))),
         };
         let (first, qp) = (prepared.first, prepared.qp);
         core::mem::forget(self);
-        // INVARIANT: the owner is gone, with release; only the completion of `tag` takes
-        // the slot back, and not before the device completed what is posted now.
-        slot.state.store(awaiting(tag), Release);
+        // INVARIANT: the owner is gone, with release; the completion of `tag` waits until
+        // the post returned (`resume`), nothing else takes the slot.
+        slot.state.store(posting(tag), Release);
         // SAFETY: `first` heads requests prepared from the state (`Prepared`), which stays
-        // in place with the slot: the provider reads them before it returns, and only a
-        // completion of what it posts can resume the slot and change them. Their
-        // completion entries and buffers outlive them (`SendWr::new`'s and
-        // `RwCtx::set_completions`' promises).
-        match unsafe { qp.post_send_raw(first) } {
-            Ok(()) => Ok(()),
-            Err(e) => match slot.resume(tag) {
-                // (the first request was refused: none of the chain is posted)
-                Some(owner) => Err((e, owner)),
-                // A completion of what was posted took the slot first (a chain refused
-                // past its first request): it handles the slot now.
-                None => Ok(()),
-            },
+        // in place with the slot and unchanged until the post returned: a completion of
+        // what it posts waits for that before it resumes the slot. Their completion
+        // entries and buffers outlive them (`SendWr::new`'s and `RwCtx::set_completions`'
+        // promises).
+        let posted = unsafe { qp.post_send_raw(first) };
+        match posted {
+            Ok(()) => {
+                // INVARIANT: handed off to `tag`, with release.
+                slot.state.store(awaiting(tag), Release);
+                Ok(())
+            }
+            Err((e, true)) => {
+                // INVARIANT: nothing was posted and nobody took the slot while it was
+                // posting: the owner comes back.
+                slot.state.store(OWNED, Relaxed);
+                Err((
+                    e,
+                    Some(Owner {
+                        slot,
+                        _not_send: PhantomData,
+                    }),
+                ))
+            }
+            Err((e, false)) => {
+                // INVARIANT: handed off to `tag`, with release: what was queued completes.
+                slot.state.store(awaiting(tag), Release);
+                Err((e, None))
+            }
         }
     }
 }

@@ -21,9 +21,6 @@ pub(crate) struct WorkCompletion {
     pub(crate) byte_len: u32,
     /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
     pub(crate) invalidated_rkey: Option<u32>,
-    /// The QP the request was on (for a receive from an SRQ: the QP that took it), as an
-    /// address.
-    qp: usize,
 }
 
 impl WorkCompletion {
@@ -42,13 +39,7 @@ impl WorkCompletion {
             opcode: if ok { wc.opcode } else { 0 },
             byte_len: if ok { wc.byte_len } else { 0 },
             invalidated_rkey,
-            qp: wc.qp as usize,
         }
-    }
-
-    /// The QP the request was on, as an address (only followed by the layer).
-    pub(crate) fn qp(&self) -> *mut bindings::ib_qp {
-        self.qp as *mut bindings::ib_qp
     }
 
     /// Whether the request succeeded.

@@ -147,7 +147,11 @@ pub(crate) fn write_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkComple
     // (the SEND was prepared by `queue_response`)
     if let Err((_, owner)) = owner.post(AWAIT_SEND, |state| prepared_send(state, &io.qp)) {
         pr_err!("cannot post a response; ending the queue\n");
-        io.release(queue, rsp.index, owner);
+        // (a SEND the provider queued although the post failed completes, flushed, through
+        // `send_done`, which releases the slot)
+        if let Some(owner) = owner {
+            io.release(queue, rsp.index, owner);
+        }
         queue.close(c"send post failure");
     }
 }
@@ -215,12 +219,16 @@ pub(crate) fn queue_response(queue: &impl Connection, rsp: &RspSlot) {
             state.rw.as_mut().prepare_before(send)
         })
     };
-    if let Err((_, mut owner)) = posted {
+    if let Err((_, owner)) = posted {
         pr_err!("cannot post a response; ending the queue\n");
-        // The send queue space goes back (atomically: any context); the slot's data is
-        // reclaimed when the queue is released (the slot stays off the free list).
-        io.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
-        owner.n_rdma = 0;
+        // Nothing posted: the send queue space goes back (atomically: any context); the
+        // slot's data is reclaimed when the queue is released (the slot stays off the free
+        // list). Requests the provider queued although the post failed complete, flushed,
+        // and their completion releases the slot and its space.
+        if let Some(mut owner) = owner {
+            io.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
+            owner.n_rdma = 0;
+        }
         queue.close(c"send post failure");
     }
 }

@@ -237,13 +237,13 @@ impl<T: CmHandler> CmId<T> {
     }
 
     /// The handler of the id that owns `qp`: for completions that do not say which
-    /// connection they belong to (receives taken from an SRQ).
+    /// connection they belong to (receives taken from an SRQ; see `Cqe::on_qp`).
     ///
     /// # Safety
     ///
     /// `qp` was created by [`CmId::create_qp`] or [`CmId::create_qp_on_srq`] on a
     /// `CmId<T>` that stays alive (with its QP) for `'a`.
-    pub(crate) unsafe fn handler_of_qp<'a>(qp: *mut bindings::ib_qp) -> &'a T {
+    pub(in crate::rdma) unsafe fn handler_of_qp<'a>(qp: *mut bindings::ib_qp) -> &'a T {
         // SAFETY: the QP's context is its id (see `create_qp_with`), whose context is the
         // `Arc<T>` it owns; both live for `'a` by the caller's promise.
         unsafe {
