@@ -269,4 +269,22 @@ mod slot_handoff {
         assert!(slot.resume(3).is_none());
         assert!(slot.claim().is_some());
     }
+
+    #[test]
+    fn taken_after_the_drain() {
+        let slot = Slot::new(5u32);
+        let owner = slot.claim().unwrap();
+        // An owner exists: not taken from it.
+        // SAFETY: nothing else uses the slot (a test's own).
+        assert!(unsafe { slot.take_after_drain() }.is_none());
+        owner.hand_off(9);
+        // Handed off to an event that will not come: taken, with its value.
+        // SAFETY: as above.
+        let owner = unsafe { slot.take_after_drain() }.expect("a handed-off slot is taken");
+        assert_eq!(*owner, 5);
+        assert!(slot.resume(9).is_none());
+        drop(owner);
+        // SAFETY: as above.
+        assert!(unsafe { slot.take_after_drain() }.is_some());
+    }
 }
