@@ -11,27 +11,38 @@ use kernel::prelude::kunit_tests;
 
 #[kunit_tests(nvmet_rs_binding)]
 mod binding {
-    use crate::nvmet::{request::Request, SqCq};
-    use kernel::prelude::*;
+    use crate::nvmet::{request::Request, sq::impl_has_sq_cq, SqCq};
+    use kernel::{prelude::*, sync::Arc};
+
+    /// A queue that embeds a pair, held in an `Arc` as [`SqCq::enter`] asks.
+    #[pin_data]
+    struct TestQueue {
+        #[pin]
+        pair: SqCq,
+    }
+
+    impl_has_sq_cq!(TestQueue, pair);
 
     #[test]
     fn sq_cq_lifecycle() -> Result {
-        let pair = KBox::pin_init(SqCq::new(), GFP_KERNEL)?;
+        let queue = Arc::pin_init(try_pin_init!(TestQueue { pair <- SqCq::new() }), GFP_KERNEL)?;
+        let queue = queue.as_arc_borrow();
+        let pair = &queue.pair;
         {
-            let entered = pair.enter();
+            let entered = SqCq::enter(&queue);
             assert!(entered.is_some());
             // (a second reference beside the first)
-            assert!(pair.enter().is_some());
+            assert!(SqCq::enter(&queue).is_some());
         }
         // No Connect installed a controller: nothing to end.
         assert!(pair.ctrl().is_none());
         assert!(!pair.fatal_error());
         // Waits for the references taken above (dropped), then refuses new ones.
         pair.destroy();
-        assert!(pair.enter().is_none());
+        assert!(SqCq::enter(&queue).is_none());
         // Destroying twice does nothing more (and dropping the pair neither).
         pair.destroy();
-        assert!(pair.enter().is_none());
+        assert!(SqCq::enter(&queue).is_none());
         Ok(())
     }
 

@@ -19,11 +19,12 @@ use super::{
 };
 use crate::rdma::{
     rw::SgLists,
+    sgl::PageSgl,
     slot::{Owner, Tag},
     DmaBuf,
 };
 use core::ptr::NonNull;
-use kernel::{prelude::*, types::Opaque};
+use kernel::{prelude::*, sync::Arc, types::Opaque};
 
 /// The nvmet core's request for one command: embedded in the transport's object for a
 /// command in flight (named with [`impl_has_request!`]), which never moves while the
@@ -38,6 +39,20 @@ use kernel::{prelude::*, types::Opaque};
 pub(crate) struct Request {
     req: Opaque<bindings::nvmet_req>,
     owned: bool,
+    /// The list the request's in-capsule data is described by ([`Request::use_in_capsule`]).
+    in_capsule: PageSgl<IN_CAPSULE_PAGES>,
+    /// What holds the buffer `in_capsule` points into, kept until the next start.
+    lent: Option<Arc<dyn InCapsuleBuffers>>,
+}
+
+/// Pages of in-capsule data a request takes at most (16 KiB).
+pub(crate) const IN_CAPSULE_PAGES: usize = 4;
+
+/// What holds the buffers in-capsule data arrives in (a transport's receive slots): a
+/// request that uses such data keeps them, through an `Arc`, until its next start.
+pub(crate) trait InCapsuleBuffers: Send + Sync {
+    /// The in-capsule data buffer of receive slot `slot`, if it has one.
+    fn buffer(&self, slot: u32) -> Option<&DmaBuf>;
 }
 
 impl Request {
@@ -47,6 +62,8 @@ impl Request {
         Self {
             req: Opaque::zeroed(),
             owned: false,
+            in_capsule: PageSgl::new(),
+            lent: None,
         }
     }
 
@@ -113,8 +130,8 @@ impl Request {
     /// and the slot stays alive and in place, until the request ended (its
     /// `queue_response` returned, or [`Request::uninit`]); `port` stays registered as long;
     /// `ops` is the transport's table, whose `Request` type embeds the slot and whose
-    /// `Queue` type embeds the `SqCq` of `sq` (that queue, too, stays alive until the
-    /// request ended).
+    /// `Queue` type is the queue `sq` was entered through (that queue, in its `Arc`, too,
+    /// stays alive until the request ended).
     pub(crate) unsafe fn init<'a, S: RequestState>(
         mut owner: Owner<'a, S>,
         core: Tag,
@@ -138,6 +155,8 @@ impl Request {
             pr_warn!("start of a request that is started already; ignored\n");
             return Err(owner);
         }
+        // (The last command's in-capsule data, if any, is not used any more.)
+        request.lent = None;
         let fields = request.fields_mut();
         fields.cmd = cmd.cast();
         fields.port = port.as_raw();
@@ -306,24 +325,33 @@ impl Request {
         }
     }
 
-    /// Points the request at data that is not its own allocation (in-capsule data): `sg`
-    /// (`count` entries) holding `len` more bytes.
-    ///
-    /// # Safety
-    ///
-    /// `sg` is a valid scatterlist of `count` entries that stays valid and unchanged until
-    /// the request ended; the request holds no [`DataSgls`].
-    pub(crate) unsafe fn use_sgl(
+    /// Points the started request at the `len` bytes at `offset` of receive slot `slot`'s
+    /// in-capsule data buffer in `buffers`, which the request keeps until its next start.
+    /// `EINVAL` if the request is not started (or handed over), holds data already, or the
+    /// bytes are not in the buffer or span more than [`IN_CAPSULE_PAGES`] pages.
+    pub(crate) fn use_in_capsule<B: InCapsuleBuffers + 'static>(
         &mut self,
-        sg: *mut bindings::scatterlist,
-        count: u32,
+        buffers: &Arc<B>,
+        slot: u32,
+        offset: usize,
         len: usize,
-    ) {
-        // (The list's lifetime is the caller's promise.)
+    ) -> Result {
+        if !self.owned || !self.fields().sg.is_null() {
+            return Err(EINVAL);
+        }
+        let buf = buffers.buffer(slot).ok_or(EINVAL)?;
+        // SAFETY: the list is the request's own, and nobody else uses it: the core used
+        // it only for an earlier command, which it ended before this one started (the
+        // request is started and not handed over, so the core does not have it now).
+        let (sg, count) = unsafe { self.in_capsule.fill(buf, offset, len)? };
+        // The list points into `buf`, which `buffers` holds: kept with the request until
+        // it starts again, after the core ended this command.
+        self.lent = Some(buffers.clone());
         let fields = self.fields_mut();
         fields.sg = sg;
         fields.sg_cnt = count as i32;
         fields.transfer_len += len;
+        Ok(())
     }
 
     /// Allocates the request's data buffers for its `transfer_len` and `metadata_len` (in

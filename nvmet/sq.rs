@@ -7,7 +7,10 @@
 use super::{bindings, CtrlId};
 use kernel::{
     prelude::*,
-    sync::atomic::{Atomic, Full, Relaxed},
+    sync::{
+        atomic::{Atomic, Full, Relaxed},
+        ArcBorrow,
+    },
     types::Opaque,
 };
 
@@ -72,17 +75,22 @@ impl SqCq {
         })
     }
 
-    /// Holds the sq's reference until the guard drops: `nvmet_sq_destroy` waits for it
-    /// before it clears `sq->ctrl` and puts the controller. `None` once it was killed.
-    pub(crate) fn enter(&self) -> Option<SqEntered<'_>> {
+    /// Holds the sq of `queue` (which lives in an `Arc`) until the guard drops:
+    /// `nvmet_sq_destroy` waits for that reference before it clears `sq->ctrl` and puts
+    /// the controller. `None` once the sq was killed.
+    ///
+    /// Requests start only with such a guard ([`super::Request::init`]), so the queue of
+    /// every request the core passes back lives in an `Arc` ([`HasSqCq::from_sq`]).
+    pub(crate) fn enter<'a, Q: HasSqCq>(queue: &'a ArcBorrow<'_, Q>) -> Option<SqEntered<'a>> {
+        let this = queue.sq_cq();
         // SAFETY: the sq was initialised (type invariant); a killed or exited reference has
         // `__PERCPU_REF_DEAD` set, so the try then fails without using its counters.
         let live =
-            unsafe { bindings::rdma_rs_percpu_ref_tryget_live(&raw mut (*self.sq.get()).ref_) };
+            unsafe { bindings::rdma_rs_percpu_ref_tryget_live(&raw mut (*this.sq.get()).ref_) };
         // INVARIANT: a guard exists only for a reference taken here. (Built only then:
         // `then_some` would build it, and drop it, which puts a reference, even when the
         // try failed.)
-        live.then(|| SqEntered(self))
+        live.then(|| SqEntered(this))
     }
 
     /// The submission queue, for the core's calls.
@@ -164,25 +172,29 @@ impl PinnedDrop for SqCq {
 ///
 /// # Safety
 ///
-/// `OFFSET` is the offset of a field of type [`SqCq`] in `Self`.
+/// `OFFSET` is the offset of a field of type [`SqCq`] in `Self`, and [`HasSqCq::sq_cq`]
+/// returns that field.
 pub(crate) unsafe trait HasSqCq {
     /// The offset of the [`SqCq`] field.
     const OFFSET: usize;
+
+    /// The embedded [`SqCq`].
+    fn sq_cq(&self) -> &SqCq;
 
     /// The queue whose [`SqCq`] holds `sq`.
     ///
     /// # Safety
     ///
-    /// `sq` is the submission queue of an [`SqCq`] embedded in a live `Self`, which stays
-    /// alive for `'a`.
-    unsafe fn from_sq<'a>(sq: *mut bindings::nvmet_sq) -> &'a Self
+    /// `sq` is the submission queue of an [`SqCq`] embedded in a `Self` that lives in an
+    /// `Arc`, which stays alive for `'a`.
+    unsafe fn from_sq<'a>(sq: *mut bindings::nvmet_sq) -> ArcBorrow<'a, Self>
     where
         Self: Sized,
     {
         let offset = core::mem::offset_of!(SqCq, sq) + Self::OFFSET;
-        // SAFETY: `sq` is at `offset` from the start of a live `Self` (trait and
-        // function safety sections).
-        unsafe { &*sq.byte_sub(offset).cast::<Self>() }
+        // SAFETY: `sq` is at `offset` from the start of a `Self` that an `Arc` holds and
+        // keeps alive for `'a` (trait and function safety sections).
+        unsafe { ArcBorrow::from_raw(sq.byte_sub(offset).cast::<Self>()) }
     }
 }
 
@@ -194,10 +206,14 @@ pub(crate) unsafe trait HasSqCq {
 macro_rules! impl_has_sq_cq {
     ($queue:ty, $field:ident) => {
         // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is
-        // an `SqCq`.
+        // an `SqCq`, and `sq_cq` returns that field.
         // (The layer's own `unsafe`, expanded in the module that embeds the field.)
         #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasSqCq for $queue {
+            fn sq_cq(&self) -> &$crate::nvmet::SqCq {
+                &self.$field
+            }
+
             const OFFSET: usize = {
                 // (raw pointers: a reference would also accept a field that derefs to one)
                 let _: fn(*const $queue) -> *const $crate::nvmet::SqCq =

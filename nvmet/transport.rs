@@ -10,7 +10,7 @@ use kernel::{
     error::VTABLE_DEFAULT_ERROR,
     ffi::{c_char, c_int},
     prelude::*,
-    sync::Arc,
+    sync::{Arc, ArcBorrow},
 };
 
 /// Transport types (`trtype`).
@@ -32,8 +32,8 @@ pub(crate) mod flags {
 /// The core finds the transport's objects through the ones it was given: the
 /// `nvmet_req` of every request the transport passes to `nvmet_req_init` is embedded in a
 /// [`Transport::Request`], whose submission queue is the [`super::SqCq`] of a
-/// [`Transport::Queue`]. That promise is made where the transport calls `nvmet_req_init`
-/// (an `unsafe` call until requests have a type of their own in this layer), and both
+/// [`Transport::Queue`] held in an `Arc` ([`super::SqCq::enter`] takes it so). That promise
+/// is made where the transport calls `nvmet_req_init` ([`super::Request::init`]), and both
 /// objects stay alive until the request's `queue_response` returned.
 #[vtable]
 pub(crate) trait Transport: Sized + 'static {
@@ -59,7 +59,7 @@ pub(crate) trait Transport: Sized + 'static {
     fn remove_port(port: Self::Port);
 
     /// The core completed `request`, of `queue`: send its data and its response.
-    fn queue_response(queue: &Self::Queue, request: &Self::Request);
+    fn queue_response(queue: ArcBorrow<'_, Self::Queue>, request: &Self::Request);
 
     /// The core deletes a controller: end its queues.
     fn delete_ctrl(ctrl: CtrlId);
@@ -249,8 +249,8 @@ impl<T: Transport> Ops<T> {
     /// Called by the nvmet core for a request the transport passed to `nvmet_req_init`.
     unsafe extern "C" fn queue_response(req: *mut bindings::nvmet_req) {
         // SAFETY: such a request is embedded in a live `T::Request`, and its `sq` (set by
-        // `nvmet_req_init`) is the submission queue of a live `T::Queue`, both alive until
-        // this returns (see `Transport`).
+        // `nvmet_req_init`) is the submission queue of a `T::Queue` in an `Arc`, both alive
+        // until this returns (see `Transport`).
         unsafe {
             let queue = T::Queue::from_sq((*req).sq);
             T::queue_response(queue, T::Request::from_req(req));
@@ -277,7 +277,7 @@ impl<T: Transport> Ops<T> {
         port: *mut bindings::nvmet_port,
         traddr: *mut c_char,
     ) {
-        // SAFETY: the request's sq is a live `T::Queue`'s (see `Transport`). The port is
+        // SAFETY: the request's sq is that of a `T::Queue` in an `Arc` (see `Transport`). The port is
         // allocated (the core flushes its workqueue, where queues are released, before it
         // frees a port); `tr_ops` and `priv` cannot change during the call
         // (`nvmet_config_sem`), and while `tr_ops` is this transport's table, `priv` holds
@@ -299,7 +299,7 @@ impl<T: Transport> Ops<T> {
                 ),
             )
         };
-        T::disc_traddr(queue, entry.and_then(|e| e.data.as_ref()), configured, out);
+        T::disc_traddr(&queue, entry.and_then(|e| e.data.as_ref()), configured, out);
     }
 
     /// `host_traddr`.

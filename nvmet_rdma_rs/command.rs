@@ -35,12 +35,12 @@
 use crate::nvmet::{
     request::{impl_has_request, DataSgls, Request, RequestState},
     sq::SqEntered,
-    EnabledPort, OpsRef, SqCq,
+    EnabledPort, HasSqCq, OpsRef, SqCq,
 };
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, SendWr},
-    rw::RwCtx,
+    rw::{Drained, RwCtx, TransferEnd},
     slot::{Owner, Slot, Tag},
     CmHandler, CmId, Cqe, DmaBuf,
 };
@@ -50,7 +50,10 @@ use core::{
     pin::Pin,
     sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 mod completion;
 mod lists;
 mod mapping;
@@ -67,15 +70,13 @@ pub(crate) use stats::QueueStats;
 ///
 /// The queue embeds the [`SlotLists`] and [`QueueStats`] and holds the [`Io`]; the data
 /// path reaches them through this trait, so that it does not depend on the queue's type.
-pub(crate) trait Connection: Sync {
+pub(crate) trait Connection: HasSqCq + Sync {
     /// The queue's buffers and slots, once set up.
     fn io(&self) -> Option<&Io>;
     /// The queue's slot lists.
     fn lists(&self) -> &SlotLists;
     /// The queue's counters.
     fn stats(&self) -> &QueueStats;
-    /// The queue's nvmet submission and completion queue.
-    fn sq_cq(&self) -> &SqCq;
     /// The nvmet port the queue came in through, for its requests.
     fn nvmet_port(&self) -> &EnabledPort;
     /// The transport's ops table, for its requests.
@@ -85,12 +86,12 @@ pub(crate) trait Connection: Sync {
     /// Whether the queue is being torn down (commands are dropped).
     fn is_disconnecting(&self) -> bool;
     /// Starts the queue's teardown (any context).
-    fn close(&self, why: &CStr);
+    fn close(self: ArcBorrow<'_, Self>, why: &CStr);
     /// A fatal transport error: ends the queue's controller, or the queue (any context).
-    fn fatal_error(&self);
+    fn fatal_error(self: ArcBorrow<'_, Self>);
     /// The host sent more commands than its queue depth allows (called once): logs it and
     /// ends the queue.
-    fn exceeded_depth(&self);
+    fn exceeded_depth(self: ArcBorrow<'_, Self>);
 }
 
 /// Bytes of an NVMe completion queue entry.
@@ -367,7 +368,7 @@ impl Io {
     /// response slot `rsp_index`, while `sq` is entered.
     fn start(
         &self,
-        queue: &impl Connection,
+        queue: ArcBorrow<'_, impl Connection>,
         sq: &SqEntered<'_>,
         cmd_index: u32,
         rsp_index: u32,
@@ -482,9 +483,16 @@ impl Io {
 
     /// Undoes what the command of response slot `index` holds and frees the slot; then
     /// retries waiting commands.
-    fn release(&self, queue: &impl Connection, index: u32, mut owner: RspOwner<'_>) {
+    /// `end` is what shows the command's transfer done, if it was posted.
+    fn release(
+        &self,
+        queue: ArcBorrow<'_, impl Connection>,
+        index: u32,
+        mut owner: RspOwner<'_>,
+        end: TransferEnd<'_>,
+    ) {
         self.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
-        free_data(&mut owner);
+        free_data(&mut owner, end);
         owner.in_use = false;
         // (free before it is listed: whoever takes it from the list claims it)
         drop(owner);
@@ -495,7 +503,7 @@ impl Io {
 
     /// Ends a command that was mapped but never executed, on a queue that is going.
     fn abandon(&self, mut owner: RspOwner<'_>) {
-        free_data(&mut owner);
+        free_data(&mut owner, TransferEnd::NotPosted);
         self.return_recv(&mut owner);
         owner.in_use = false;
         // The request was started and never executed: it ends here. (Last: it may drop the
@@ -503,13 +511,14 @@ impl Io {
         owner.req.uninit();
     }
 
-    /// After the queue was drained: frees what commands that never completed still hold.
+    /// After the queue's QP was drained (`drained`): frees what commands that never
+    /// completed still hold.
     ///
     /// # Safety
     ///
-    /// The queue's QP is drained and the nvmet core finished every request of the queue:
-    /// nothing resumes a response slot any more.
-    pub(crate) unsafe fn reclaim(&self) {
+    /// The nvmet core finished every request of the queue, and `drained` is the drain of
+    /// the queue's QP: nothing resumes a response slot any more.
+    pub(crate) unsafe fn reclaim(&self, drained: &Drained) {
         for rsp in &self.rsps {
             // Every slot is free again (a command whose response could not be posted left
             // its slot free with what it held), unless a completion it waited for never
@@ -525,8 +534,8 @@ impl Io {
             let Some(mut owner) = owner else {
                 continue;
             };
-            if owner.in_use {
-                free_data(&mut owner);
+            if owner.in_use || owner.rw.is_mapped() {
+                free_data(&mut owner, TransferEnd::Drained(drained));
                 self.return_recv(&mut owner);
                 owner.in_use = false;
             }
@@ -536,7 +545,7 @@ impl Io {
 
 /// Starts the command that arrived in receive slot `cmd` (`len` bytes) on `queue`, or
 /// gives the slot back if the queue is going.
-pub(crate) fn handle_command(queue: &impl Connection, io: &Io, cmd: u32, len: u32) {
+pub(crate) fn handle_command(queue: ArcBorrow<'_, impl Connection>, io: &Io, cmd: u32, len: u32) {
     let give_back = || io.give_back_shared(cmd);
     // (checked again for a parked command, whose queue may have closed since)
     if queue.is_disconnecting() {
@@ -546,7 +555,7 @@ pub(crate) fn handle_command(queue: &impl Connection, io: &Io, cmd: u32, len: u3
     // The state may change right after its check: hold the sq until the command was
     // handed over, or the release's `nvmet_sq_destroy` may clear `sq->ctrl` and put the
     // controller while `nvmet_req_init` parses the command with them.
-    let Some(entered) = queue.sq_cq().enter() else {
+    let Some(entered) = SqCq::enter(&queue) else {
         give_back();
         return;
     };

@@ -10,11 +10,12 @@ use crate::command::{self, RspSlot, READ, SEND, WRITE};
 use crate::queue::Queue;
 use crate::rdma::{QpCqeHandler, WorkCompletion};
 use crate::recv::CmdSlot;
+use kernel::sync::ArcBorrow;
 
 impl QpCqeHandler for CmdSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: &Queue, wc: &WorkCompletion) {
+    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::recv_done(queue, self.index, wc);
     }
 }
@@ -22,7 +23,7 @@ impl QpCqeHandler for CmdSlot {
 impl QpCqeHandler<SEND> for RspSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: &Queue, wc: &WorkCompletion) {
+    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::send_done(queue, self, wc);
     }
 }
@@ -30,7 +31,7 @@ impl QpCqeHandler<SEND> for RspSlot {
 impl QpCqeHandler<READ> for RspSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: &Queue, wc: &WorkCompletion) {
+    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::read_done(queue, self, wc);
     }
 }
@@ -38,7 +39,7 @@ impl QpCqeHandler<READ> for RspSlot {
 impl QpCqeHandler<WRITE> for RspSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: &Queue, wc: &WorkCompletion) {
+    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::write_done(queue, self, wc);
     }
 }

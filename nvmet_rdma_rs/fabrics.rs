@@ -15,7 +15,10 @@ use crate::nvmet::{
 use crate::queue::Queue;
 use crate::target::Target;
 use crate::wire::queue_size;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 
 /// `NVMET_RDMA_MAX_MDTS`: 2^8 pages (1 MiB) per command.
 const MAX_MDTS: u8 = 8;
@@ -45,7 +48,7 @@ impl Transport for NvmetRdma {
         port.disable();
     }
 
-    fn queue_response(queue: &Queue, rsp: &RspSlot) {
+    fn queue_response(queue: ArcBorrow<'_, Queue>, rsp: &RspSlot) {
         crate::command::queue_response(queue, rsp);
     }
 

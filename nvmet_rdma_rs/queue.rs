@@ -245,7 +245,7 @@ impl Queue {
 
     /// Starts the teardown: marks the queue disconnecting and queues its release. Takes
     /// no lock, so completion callbacks in any context may call it.
-    pub(crate) fn close(&self, why: &CStr) {
+    pub(crate) fn close(self: ArcBorrow<'_, Self>, why: &CStr) {
         if self.state.swap(DISCONNECTING, Relaxed) == DISCONNECTING {
             return;
         }
@@ -254,15 +254,13 @@ impl Queue {
             self.number,
             why.to_str().unwrap_or("?")
         );
-        // SAFETY: every `Queue` lives in an `Arc` (see `start`), and `self` is borrowed
-        // from it for this call.
-        let this: Arc<Self> = unsafe { ArcBorrow::from_raw(self) }.into();
-        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this.clone());
+        let this: Arc<Self> = self.into();
+        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this);
     }
 
     /// A fatal transport error: ends the controller (which deletes its queues) or, before
     /// the host's Connect installed one, this queue.
-    pub(crate) fn fatal_error(&self) {
+    pub(crate) fn fatal_error(self: ArcBorrow<'_, Self>) {
         self.stats.errors.fetch_add(1, Relaxed);
         if self.is_disconnecting() {
             // Going already; its controller may be going too.
@@ -287,10 +285,6 @@ impl Connection for Queue {
         &self.stats
     }
 
-    fn sq_cq(&self) -> &SqCq {
-        &self.nvmet
-    }
-
     fn nvmet_port(&self) -> &EnabledPort {
         self.port.nvmet()
     }
@@ -307,15 +301,15 @@ impl Connection for Queue {
         Queue::is_disconnecting(self)
     }
 
-    fn close(&self, why: &CStr) {
+    fn close(self: ArcBorrow<'_, Self>, why: &CStr) {
         Queue::close(self, why)
     }
 
-    fn fatal_error(&self) {
+    fn fatal_error(self: ArcBorrow<'_, Self>) {
         Queue::fatal_error(self)
     }
 
-    fn exceeded_depth(&self) {
+    fn exceeded_depth(self: ArcBorrow<'_, Self>) {
         pr_err!(
             "queue {}: host {} sent more commands than its queue depth ({}) allows; ending the queue\n",
             self.number,
@@ -351,7 +345,7 @@ impl ListedQueue for Queue {
         self.peer
     }
 
-    fn close(&self, why: &CStr) {
+    fn close(self: ArcBorrow<'_, Self>, why: &CStr) {
         Queue::close(self, why)
     }
 
@@ -407,7 +401,7 @@ impl WorkItem<1> for Queue {
                 let _ = id.reject(&NO_RESOURCES.encode());
                 *guard = Some(id);
                 drop(guard);
-                this.close(c"setup failure");
+                this.as_arc_borrow().close(c"setup failure");
             }
         }
     }
@@ -427,19 +421,17 @@ impl WorkItem<2> for Queue {
             let _ = id.disconnect();
         }
         if let Some(io) = this.io.as_ref() {
-            io.abandon_waiting(&*this);
+            io.abandon_waiting(this.as_arc_borrow());
         }
         // Waits for every request: those in RDMA are flushed by the disconnect.
         this.nvmet.destroy();
-        if let Some(id) = &id {
-            id.shut_down();
-        }
-        if let Some(io) = this.io.as_ref() {
+        let drained = id.as_ref().map(|id| id.shut_down());
+        if let (Some(io), Some(drained)) = (this.io.as_ref(), &drained) {
             this.lists.discard_parked(io);
-            // SAFETY: `shut_down` drained the QP (a queue has an `Io` only once its setup
-            // left its id in `id`), and `nvmet.destroy` waited for every request of the
-            // queue, above.
-            unsafe { io.reclaim() };
+            // SAFETY: `shut_down` drained the queue's QP (a queue has an `Io` only once its
+            // setup left its id in `id`), and `nvmet.destroy` waited for every request of
+            // the queue, above.
+            unsafe { io.reclaim(drained) };
         }
         drop(id);
         pr_info!(

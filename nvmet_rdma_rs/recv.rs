@@ -12,17 +12,14 @@
 // check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
+use crate::nvmet::request::InCapsuleBuffers;
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, Range, RecvWr},
-    sgl::PageSgl,
     Cqe, Device, DmaBuf, Srq,
 };
 use crate::wire::COMMAND_SIZE;
 use kernel::{prelude::*, sync::Arc};
-
-/// In-capsule data is at most 16 KiB: four pages.
-pub(crate) const MAX_INLINE_PAGES: usize = 4;
 
 /// One receive slot.
 #[repr(C)]
@@ -31,8 +28,6 @@ pub(crate) struct CmdSlot {
     /// The receive into the slot's capsule (and in-capsule data), once the slot is in
     /// place (`RecvSlots::new`).
     wr: Option<RecvWr>,
-    /// The nvmet request's scatterlist for in-capsule data.
-    pub(crate) sg: PageSgl<MAX_INLINE_PAGES>,
     /// The slot's number in its [`RecvSlots`].
     pub(crate) index: u32,
 }
@@ -87,7 +82,6 @@ impl RecvSlots {
                 CmdSlot {
                     cqe: Cqe::on_qp(),
                     wr: None,
-                    sg: PageSgl::new(),
                     index,
                 },
                 GFP_KERNEL,
@@ -140,11 +134,6 @@ impl RecvSlots {
         self.srq.is_some()
     }
 
-    /// Slot `index`.
-    pub(crate) fn slot(&self, index: u32) -> &CmdSlot {
-        &self.cmds[index as usize]
-    }
-
     /// The capsule buffer (slot `i`'s command at `i * COMMAND_SIZE`).
     pub(crate) fn capsules(&self) -> &DmaBuf {
         &self.capsules
@@ -181,5 +170,11 @@ impl RecvSlots {
             (None, Some(qp)) => qp.post_recv(wr),
             (None, None) => Err(EINVAL),
         }
+    }
+}
+
+impl InCapsuleBuffers for RecvSlots {
+    fn buffer(&self, slot: u32) -> Option<&DmaBuf> {
+        self.inline_data(slot)
     }
 }

@@ -19,7 +19,7 @@ use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use kernel::{
     fmt, new_condvar, new_mutex,
     prelude::*,
-    sync::{Arc, CondVar, Mutex},
+    sync::{Arc, ArcBorrow, CondVar, Mutex},
 };
 
 /// What the target needs to know of a queue it lists.
@@ -37,7 +37,7 @@ pub(crate) trait ListedQueue: Send + Sync {
     /// The host's address.
     fn peer(&self) -> SocketAddr;
     /// Starts the queue's teardown; its release takes it off the list.
-    fn close(&self, why: &CStr);
+    fn close(self: ArcBorrow<'_, Self>, why: &CStr);
     /// debugfs `queues`: one line for the queue.
     fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
@@ -219,7 +219,9 @@ impl Target {
     /// queues its release.)
     pub(crate) fn close_queues(&self, which: impl Fn(&dyn ListedQueue) -> bool) {
         for queue in self.queues.lock().iter().filter(|q| which(&***q)) {
-            queue.close(c"port or controller going away");
+            queue
+                .as_arc_borrow()
+                .close(c"port or controller going away");
         }
     }
 
@@ -239,7 +241,7 @@ impl Target {
         }
         let mut ended = 0;
         for queue in queues.iter().filter(|q| q.device_key() == key) {
-            queue.close(c"device going away");
+            queue.as_arc_borrow().close(c"device going away");
             ended += 1;
         }
         // Uninterruptible: with a signal pending (`rdma link delete`, `rmmod`) an

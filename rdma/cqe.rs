@@ -14,7 +14,7 @@
 
 use super::{bindings, CmHandler, CmId, WorkCompletion};
 use core::marker::PhantomData;
-use kernel::{prelude::*, types::Opaque};
+use kernel::{prelude::*, sync::ArcBorrow, types::Opaque};
 
 /// The handler of the completions of the work requests that carry an object's
 /// [`Cqe<Self, ID>`].
@@ -32,8 +32,8 @@ pub(crate) trait QpCqeHandler<const ID: u64 = 0> {
     type Connection: CmHandler;
 
     /// A work request that carried the object's `Cqe<Self, ID>` completed with `wc` on a
-    /// QP of `connection`. Runs in the CQ's poll context.
-    fn done(&self, connection: &Self::Connection, wc: &WorkCompletion);
+    /// QP of `connection` (borrowed from the id's `Arc`). Runs in the CQ's poll context.
+    fn done(&self, connection: ArcBorrow<'_, Self::Connection>, wc: &WorkCompletion);
 }
 
 /// An object that embeds a [`Cqe<Self, ID>`]; implemented with [`impl_has_cqe!`].

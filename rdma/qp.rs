@@ -137,6 +137,11 @@ impl<'a> Qp<'a> {
         Self { qp, port, records }
     }
 
+    /// The QP's address (only compared).
+    pub(in crate::rdma) fn address(&self) -> usize {
+        self.qp.as_ptr() as usize
+    }
+
     /// Posts a receive into `local`; `on_done` runs with its completion.
     pub(crate) fn post_recv<F>(&self, local: Local<'_>, on_done: F) -> Result
     where
@@ -293,7 +298,7 @@ impl Qp<'_> {
                     .as_mut()
                     .init(&qp, lists, remote, dir, None)
                     .map_err(|(e, _)| e)
-                    .and_then(|_| rw.as_mut().wrs(cqe, core::ptr::null_mut())),
+                    .and_then(|_| rw.as_mut().wrs(cqe, core::ptr::null_mut(), cqe as usize)),
                 None => Err(EINVAL),
             };
             let first = match prepared {

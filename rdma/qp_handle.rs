@@ -93,6 +93,8 @@ impl QpHandle {
 pub(crate) struct SendWr {
     wr: bindings::ib_send_wr,
     sge: bindings::ib_sge,
+    /// The address of the request's completion entry (its `wr_cqe`), only compared.
+    cqe: usize,
 }
 
 // SAFETY: the pointers in the request are read only when it is posted, from whichever CPU
@@ -139,7 +141,16 @@ impl SendWr {
         wr.opcode = bindings::ib_wr_opcode_IB_WR_SEND;
         wr.send_flags = flags;
         // INVARIANT: the caller's promise.
-        Ok(Self { wr, sge })
+        Ok(Self {
+            wr,
+            sge,
+            cqe: cqe.as_raw() as usize,
+        })
+    }
+
+    /// The address of the request's completion entry, which its completion names.
+    pub(super) fn completion_key(&self) -> usize {
+        self.cqe
     }
 
     /// Sends with invalidate of the peer's `rkey` (`IB_WR_SEND_WITH_INV`), or a plain SEND.

@@ -20,7 +20,7 @@ use super::{
     qp_handle::{QpHandle, SendWr},
     signature::{SigAttrs, SigError},
     slot::Prepared,
-    Device,
+    Device, WorkCompletion,
 };
 use core::{pin::Pin, ptr};
 use kernel::{prelude::*, types::Opaque};
@@ -105,7 +105,9 @@ struct Completions {
 ///   `mapping.signature`, for `mapping.qp` and `mapping.dir`. It then owes the matching
 ///   destroy, with the same arguments (see [`RwCtx::destroy`]).
 /// - `posted` is true once the mapped transfer's work requests were posted: they are
-///   posted at most once per mapping.
+///   posted at most once per mapping. `ends_with` is then the completion entry (address)
+///   of the last request of that post: the transfer's own last one, or the SEND it was
+///   chained before; its completion shows the transfer done.
 /// - `completions` names entries whose owners stay alive and in place while the context
 ///   is used, until the completions of its posts ran or their QP was drained (the promise
 ///   of [`RwCtx::set_completions`]'s caller).
@@ -115,7 +117,34 @@ pub(crate) struct RwCtx<S: SgLists> {
     ctx: Opaque<bindings::rdma_rw_ctx>,
     mapping: Option<Mapping<S>>,
     posted: bool,
+    ends_with: usize,
     completions: Option<Completions>,
+}
+
+/// What shows that a mapped transfer's work requests are done, for [`RwCtx::destroy`].
+pub(crate) enum TransferEnd<'a> {
+    /// The transfer was not posted.
+    NotPosted,
+    /// The completion of a request the context was posted with: the transfer's own
+    /// completion, or that of the SEND it was chained before. (Requests on a send queue
+    /// complete in order, so all of the post's are done.)
+    Completed(&'a WorkCompletion),
+    /// The transfer's QP was drained.
+    Drained(&'a Drained),
+}
+
+/// Shows that a QP was drained ([`super::CmId::shut_down`]): every work request posted on
+/// it before is done.
+pub(crate) struct Drained {
+    /// The QP's address (only compared); 0 if the id had none.
+    qp: usize,
+}
+
+impl Drained {
+    /// The drain of the QP at `qp`, which the caller completed.
+    pub(super) fn new(qp: usize) -> Self {
+        Self { qp }
+    }
 }
 
 // SAFETY: the context is used only through `&mut` (or `Drop`); the C side touches it only
@@ -130,6 +159,7 @@ impl<S: SgLists> RwCtx<S> {
             ctx: Opaque::zeroed(),
             mapping: None,
             posted: false,
+            ends_with: 0,
             completions: None,
         })
     }
@@ -258,6 +288,7 @@ impl<S: SgLists> RwCtx<S> {
         self: Pin<&mut Self>,
         cqe: *mut bindings::ib_cqe,
         chain: *mut bindings::ib_send_wr,
+        ends_with: usize,
     ) -> Result<(*mut bindings::ib_send_wr, QpHandle)> {
         // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
         let this = unsafe { self.get_unchecked_mut() };
@@ -275,6 +306,7 @@ impl<S: SgLists> RwCtx<S> {
         // part of the chain: the context is not posted again, and is destroyed once its QP
         // is drained.)
         this.posted = true;
+        this.ends_with = ends_with;
         Ok((first, qp))
     }
 
@@ -284,7 +316,7 @@ impl<S: SgLists> RwCtx<S> {
     /// transfer was posted already.
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
         let cqe = self.completion()?;
-        let (first, qp) = self.wrs(cqe, ptr::null_mut())?;
+        let (first, qp) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
         // SAFETY: `first` heads the context's own work requests, which live in the
         // context `self` borrows (and in what `rdma_rw` allocated for it) until it is
         // destroyed.
@@ -298,7 +330,8 @@ impl<S: SgLists> RwCtx<S> {
         self: Pin<&'a mut Self>,
         send: &'a mut SendWr,
     ) -> Result<Prepared<'a>> {
-        let (first, qp) = self.wrs(ptr::null_mut(), send.as_ptr())?;
+        let ends_with = send.completion_key();
+        let (first, qp) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
         // SAFETY: `first` heads the context's work requests and then `send`, all in what
         // `'a` borrows.
         Ok(unsafe { Prepared::new(first, qp) })
@@ -335,13 +368,35 @@ impl<S: SgLists> RwCtx<S> {
         }))
     }
 
+    /// Unmaps the transfer and gives its lists back, once `end` shows its work requests
+    /// are done; `Ok(None)` if nothing was mapped. `EBUSY`, with the transfer still
+    /// mapped, if it was posted and `end` does not show that: not its completion, not a
+    /// drain of its QP.
+    pub(crate) fn destroy(self: Pin<&mut Self>, end: TransferEnd<'_>) -> Result<Option<S>> {
+        let Some(mapping) = &self.mapping else {
+            return Ok(None);
+        };
+        let qp = mapping.qp.as_raw() as usize;
+        let done = !self.posted
+            || match end {
+                TransferEnd::NotPosted => false,
+                TransferEnd::Completed(wc) => wc.completes(self.ends_with, qp),
+                TransferEnd::Drained(drained) => drained.qp == qp,
+            };
+        if !done {
+            return Err(EBUSY);
+        }
+        // SAFETY: the transfer was not posted, or its requests are done (checked above).
+        Ok(unsafe { self.destroy_unchecked() })
+    }
+
     /// Unmaps the transfer and gives its lists back; `None` if nothing was mapped.
     ///
     /// # Safety
     ///
     /// If the transfer was posted, its work requests are done: their completion (or that
     /// of the SEND they were chained before) ran, or their QP was drained.
-    pub(crate) unsafe fn destroy(self: Pin<&mut Self>) -> Option<S> {
+    pub(super) unsafe fn destroy_unchecked(self: Pin<&mut Self>) -> Option<S> {
         // SAFETY: `mapping` and `posted` are not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
         let mapping = this.mapping.take()?;

@@ -21,6 +21,11 @@ pub(crate) struct WorkCompletion {
     pub(crate) byte_len: u32,
     /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
     pub(crate) invalidated_rkey: Option<u32>,
+    /// The completed request's completion entry and QP, as addresses (only compared).
+    /// Private: only the RDMA core's completions make a `WorkCompletion`, so one that
+    /// names a request shows that request is done ([`super::rw::RwCtx::destroy`]).
+    cqe: usize,
+    qp: usize,
 }
 
 impl WorkCompletion {
@@ -39,7 +44,17 @@ impl WorkCompletion {
             opcode: if ok { wc.opcode } else { 0 },
             byte_len: if ok { wc.byte_len } else { 0 },
             invalidated_rkey,
+            // SAFETY: every request posted through this layer names its completion entry
+            // in `wr_cqe` (the union's other member, `wr_id`, is not used).
+            cqe: unsafe { wc.__bindgen_anon_1.wr_cqe } as usize,
+            qp: wc.qp as usize,
         }
+    }
+
+    /// Whether this completes the request whose completion entry is at `cqe`, on the QP
+    /// at `qp` (addresses).
+    pub(super) fn completes(&self, cqe: usize, qp: usize) -> bool {
+        self.cqe == cqe && self.qp == qp
     }
 
     /// Whether the request succeeded.

@@ -14,15 +14,16 @@ use super::{
 use crate::nvmet::Request;
 use crate::rdma::{
     qp_handle::QpHandle,
+    rw::TransferEnd,
     slot::{Prepared, Tag},
     WorkCompletion,
 };
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 /// Logs a failed work completion (flushes are teardown, quiet) and ends the queue.
-fn failed(queue: &impl Connection, what: &str, wc: &WorkCompletion) {
+fn failed(queue: ArcBorrow<'_, impl Connection>, what: &str, wc: &WorkCompletion) {
     if wc.is_flush() {
         return;
     }
@@ -36,7 +37,7 @@ fn failed(queue: &impl Connection, what: &str, wc: &WorkCompletion) {
 }
 
 /// A receive of `queue` into receive slot `cmd` completed.
-pub(crate) fn recv_done(queue: &impl Connection, cmd: u32, wc: &WorkCompletion) {
+pub(crate) fn recv_done(queue: ArcBorrow<'_, impl Connection>, cmd: u32, wc: &WorkCompletion) {
     let Some(io) = queue.io() else {
         return;
     };
@@ -83,19 +84,19 @@ fn transfer_completed<'a>(queue: &'a impl Connection, owner: &RspOwner<'_>) -> O
 }
 
 /// An RDMA READ of a command's data on `queue`, posted by [`Io::execute`], completed.
-pub(crate) fn read_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
-    let Some(mut owner) = resumed(queue, rsp, AWAIT_READ) else {
+pub(crate) fn read_done(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot, wc: &WorkCompletion) {
+    let Some(mut owner) = resumed(&*queue, rsp, AWAIT_READ) else {
         return;
     };
-    let Some(io) = transfer_completed(queue, &owner) else {
+    let Some(io) = transfer_completed(&*queue, &owner) else {
         return;
     };
     if !wc.is_ok() {
-        free_data(&mut owner);
+        free_data(&mut owner, TransferEnd::Completed(wc));
         io.return_recv(&mut owner);
         // The request was started and has not completed; it never will now.
         owner.req.uninit();
-        io.release(queue, rsp.index, owner);
+        io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
         failed(queue, "RDMA READ", wc);
         return;
     }
@@ -108,7 +109,7 @@ pub(crate) fn read_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkComplet
     } else {
         0
     };
-    free_rw(&mut owner);
+    free_rw(&mut owner, TransferEnd::Completed(wc));
     if pi_status != 0 {
         Request::complete(owner, AWAIT_CORE, pi_status);
     } else {
@@ -124,18 +125,22 @@ fn prepared_send<'a>(state: &'a mut RspState, qp: &QpHandle) -> Result<Prepared<
 
 /// The RDMA WRITEs of a command's data with T10-PI, posted by [`queue_response`],
 /// completed: the response goes out now, with the PI error the signature MR found, if any.
-pub(crate) fn write_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
-    let Some(mut owner) = resumed(queue, rsp, AWAIT_WRITE) else {
+pub(crate) fn write_done(
+    queue: ArcBorrow<'_, impl Connection>,
+    rsp: &RspSlot,
+    wc: &WorkCompletion,
+) {
+    let Some(mut owner) = resumed(&*queue, rsp, AWAIT_WRITE) else {
         return;
     };
-    let Some(io) = transfer_completed(queue, &owner) else {
+    let Some(io) = transfer_completed(&*queue, &owner) else {
         return;
     };
     let pi_status = if wc.is_ok() { io.pi_status(&owner) } else { 0 };
-    free_rw(&mut owner);
+    free_rw(&mut owner, TransferEnd::Completed(wc));
     if !wc.is_ok() {
         // (the request completed already: only the slot is left to free)
-        io.release(queue, rsp.index, owner);
+        io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
         failed(queue, "RDMA WRITE", wc);
         return;
     }
@@ -150,19 +155,19 @@ pub(crate) fn write_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkComple
         // (a SEND the provider queued although the post failed completes, flushed, through
         // `send_done`, which releases the slot)
         if let Some(owner) = owner {
-            io.release(queue, rsp.index, owner);
+            io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
         }
         queue.close(c"send post failure");
     }
 }
 
 /// A response SEND, posted by [`queue_response`], completed.
-pub(crate) fn send_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkCompletion) {
-    let Some(owner) = resumed(queue, rsp, AWAIT_SEND) else {
+pub(crate) fn send_done(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot, wc: &WorkCompletion) {
+    let Some(owner) = resumed(&*queue, rsp, AWAIT_SEND) else {
         return;
     };
     if let Some(io) = queue.io() {
-        io.release(queue, rsp.index, owner);
+        io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
     }
     if !wc.is_ok() {
         failed(queue, "SEND", wc);
@@ -171,7 +176,7 @@ pub(crate) fn send_done(queue: &impl Connection, rsp: &RspSlot, wc: &WorkComplet
 
 /// `queue_response`: the nvmet core completed the request of `rsp` (passed to
 /// `nvmet_req_init` by [`Io::start`] on `queue`); send its data and response.
-pub(crate) fn queue_response(queue: &impl Connection, rsp: &RspSlot) {
+pub(crate) fn queue_response(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot) {
     let Some(mut owner) = rsp.state.resume(AWAIT_CORE) else {
         pr_err!(
             "queue {}: the nvmet core completed response slot {}, which it does not hold; ignored\n",

@@ -12,7 +12,11 @@ use core::sync::atomic::{
     fence, AtomicBool, AtomicU32,
     Ordering::{Relaxed, SeqCst},
 };
-use kernel::{new_spinlock, prelude::*, sync::SpinLock};
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{ArcBorrow, SpinLock},
+};
 
 /// What became of a command that found no free response slot.
 pub(super) enum Parked {
@@ -78,7 +82,11 @@ impl SlotLists {
     }
 
     /// Takes a free response slot; `slots` is how many the queue has (for the peak).
-    pub(super) fn take_free(&self, queue: &impl Connection, slots: u32) -> Option<u32> {
+    pub(super) fn take_free(
+        &self,
+        queue: ArcBorrow<'_, impl Connection>,
+        slots: u32,
+    ) -> Option<u32> {
         let mut free = self.free.lock();
         let rsp = free.pop();
         let in_use = slots - free.len() as u32;
@@ -89,7 +97,7 @@ impl SlotLists {
     /// Puts a response slot back on the free list. Never allocates (type invariant): only
     /// a second release of one slot can find it full (logged, the slot is not listed
     /// twice).
-    pub(super) fn free_slot(&self, queue: &impl Connection, index: u32) {
+    pub(super) fn free_slot(&self, queue: ArcBorrow<'_, impl Connection>, index: u32) {
         if self.free.lock().push_within_capacity(index).is_err() {
             pr_err!(
                 "queue {}: response slot {} released twice\n",
@@ -100,7 +108,12 @@ impl SlotLists {
     }
 
     /// Parks a command that found no free response slot, unless one freed meanwhile.
-    pub(super) fn park_for_slot(&self, queue: &impl Connection, cmd: u32, len: u32) -> Parked {
+    pub(super) fn park_for_slot(
+        &self,
+        queue: ArcBorrow<'_, impl Connection>,
+        cmd: u32,
+        len: u32,
+    ) -> Parked {
         let mut parked = self.parked.lock();
         // The capacity covers every receive the host may have outstanding.
         if parked.push_within_capacity((cmd, len)).is_err() {
@@ -126,7 +139,7 @@ impl SlotLists {
     }
 
     /// A response slot was freed: starts the oldest parked command, if any.
-    pub(super) fn start_parked(&self, queue: &impl Connection, io: &Io) {
+    pub(super) fn start_parked(&self, queue: ArcBorrow<'_, impl Connection>, io: &Io) {
         // Pairs with the fence in `park_for_slot`.
         fence(SeqCst);
         if self.parked_n.load(Relaxed) == 0 {

@@ -4,24 +4,21 @@
 //! READ/WRITE through an `rdma_rw` context (a signature context with T10-PI), and that
 //! context's end.
 
-// Still holds `unsafe`: lifecycle promises the binding layers cannot check yet (in-capsule
-// data lent to the request, the end of an `rdma_rw` transfer; Documentation/
-// nvmet-rdma-rs.md, "Where `unsafe` lives").
-#![allow(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use super::{Connection, Io, RspState};
 use crate::nvmet::{request::DataSgls, Request};
-use crate::rdma::rw::{Direction, Remote};
+use crate::rdma::rw::{Direction, Remote, TransferEnd};
 use crate::wire::{self, status, COMMAND_SIZE};
 use crate::{pi, protection};
 use core::sync::atomic::Ordering::Relaxed;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 impl Io {
     /// Points the request at the in-capsule data, after checking it.
     pub(super) fn map_in_capsule(
         &self,
-        queue: &impl Connection,
+        queue: ArcBorrow<'_, impl Connection>,
         state: &mut RspState,
         command: &[u8; COMMAND_SIZE],
         offset: u64,
@@ -45,17 +42,14 @@ impl Io {
             status: status::SGL_INVALID_OFFSET | status::DNR,
             error_loc: 24,
         };
-        let cmd = self.recv.slot(state.cmd);
         let data = self.recv.inline_data(state.cmd).ok_or(bad_offset)?;
         let (offset, len) = (offset as usize, len as usize);
         data.sync_range_for_cpu(offset, len);
-        // SAFETY: the receive slot is this command's until its response posts the receive
-        // again, after the request ended; its data buffer lives as long as the queue. (The
-        // data lies within the in-capsule size, checked: at most `MAX_INLINE_PAGES`.)
-        unsafe {
-            let (sg, count) = cmd.sg.fill(data, offset, len).map_err(|_| bad_offset)?;
-            state.req.use_sgl(sg, count, len);
-        }
+        // (The data lies within the in-capsule size, checked: at most `IN_CAPSULE_PAGES`.)
+        state
+            .req
+            .use_in_capsule(&self.recv, state.cmd, offset, len)
+            .map_err(|_| bad_offset)?;
         state.in_capsule = true;
         queue.stats().in_capsule.fetch_add(1, Relaxed);
         Ok(())
@@ -152,13 +146,16 @@ impl Io {
     }
 }
 
-/// Destroys the command's `rdma_rw` context (its transfer is done), keeping the data.
-pub(super) fn free_rw(state: &mut RspState) {
-    // SAFETY: every caller runs once the transfer is done: in the completion of its READ,
-    // of its WRITEs, or of the response SEND they were chained before; when the command
-    // ends without its transfer posted; or after the queue's QP was drained.
-    if let Some(data) = unsafe { state.rw.as_mut().destroy() } {
-        keep_data(state, data);
+/// Destroys the command's `rdma_rw` context once `end` shows its transfer done, keeping
+/// the data. A posted transfer `end` does not show done stays mapped, with its data, until
+/// the queue's release destroys it after the drain.
+pub(super) fn free_rw(state: &mut RspState, end: TransferEnd<'_>) {
+    match state.rw.as_mut().destroy(end) {
+        Ok(Some(data)) => keep_data(state, data),
+        Ok(None) => {}
+        Err(_) => {
+            pr_warn!("an RDMA transfer not known to be done is kept mapped until the drain\n")
+        }
     }
     state.n_rdma = 0;
 }
@@ -172,9 +169,11 @@ fn keep_data(state: &mut RspState, data: DataSgls) {
     }
 }
 
-/// Destroys the command's `rdma_rw` context and frees its data buffer.
-pub(super) fn free_data(state: &mut RspState) {
-    free_rw(state);
+/// Destroys the command's `rdma_rw` context once `end` shows its transfer done, and frees
+/// the data buffers it does not map (those it maps stay with it while the transfer may
+/// still run).
+pub(super) fn free_data(state: &mut RspState, end: TransferEnd<'_>) {
+    free_rw(state, end);
     if let Some(data) = state.data.take() {
         state.req.free_sgls(data);
     }

@@ -10,13 +10,18 @@ use core::sync::atomic::{
     fence,
     Ordering::{Relaxed, SeqCst},
 };
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::ArcBorrow};
 
 impl Io {
     /// A command found the send queue full: it waits (its response slot `index` handed
     /// off to the list) for a completion to return space, or ends here if the queue's
     /// release already ended the waiting ones.
-    pub(super) fn wait_for_space(&self, queue: &impl Connection, index: u32, owner: RspOwner<'_>) {
+    pub(super) fn wait_for_space(
+        &self,
+        queue: ArcBorrow<'_, impl Connection>,
+        index: u32,
+        owner: RspOwner<'_>,
+    ) {
         {
             let mut waiting = queue.lists().waiting.lock();
             // (the list has room for every slot: only a closed list refuses)
@@ -47,7 +52,7 @@ impl Io {
     }
 
     /// Starts waiting commands in order while the send queue has room.
-    pub(super) fn run_waiting(&self, queue: &impl Connection) {
+    pub(super) fn run_waiting(&self, queue: ArcBorrow<'_, impl Connection>) {
         loop {
             // Pairs with itself: a completion that returned space (`release`) and one that
             // added a waiter (`wait_for_space`) both fence between their write and this
@@ -94,7 +99,7 @@ impl Io {
     /// At release, before the nvmet core waits for the queue's requests: ends the commands
     /// still waiting for send queue space (nothing will free space for them any more) and
     /// closes the wait list, so that a command that would wait later ends at once.
-    pub(crate) fn abandon_waiting(&self, queue: &impl Connection) {
+    pub(crate) fn abandon_waiting(&self, queue: ArcBorrow<'_, impl Connection>) {
         loop {
             let next = queue.lists().waiting.lock().close_and_pop();
             let Some(index) = next else {

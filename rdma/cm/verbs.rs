@@ -8,13 +8,17 @@ use crate::rdma::{
     bindings,
     qp::{Local, Qp, QpRecords},
     qp_handle::QpHandle,
+    rw::Drained,
     Cq, DmaBuf, Pd, Srq,
 };
 use core::{
     ptr::NonNull,
     sync::atomic::{AtomicBool, Ordering},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 
 /// Sizes of a QP.
 #[derive(Clone, Copy)]
@@ -243,12 +247,13 @@ impl<T: CmHandler> CmId<T> {
     ///
     /// `qp` was created by [`CmId::create_qp`] or [`CmId::create_qp_on_srq`] on a
     /// `CmId<T>` that stays alive (with its QP) for `'a`.
-    pub(in crate::rdma) unsafe fn handler_of_qp<'a>(qp: *mut bindings::ib_qp) -> &'a T {
+    pub(in crate::rdma) unsafe fn handler_of_qp<'a>(qp: *mut bindings::ib_qp) -> ArcBorrow<'a, T> {
         // SAFETY: the QP's context is its id (see `create_qp_with`), whose context is the
-        // `Arc<T>` it owns; both live for `'a` by the caller's promise.
+        // `Arc<T>` it owns (from `Arc::into_raw`); both live for `'a` by the caller's
+        // promise.
         unsafe {
             let id = (*qp).qp_context.cast::<bindings::rdma_cm_id>();
-            &*(*id).context.cast::<T>()
+            ArcBorrow::from_raw((*id).context.cast::<T>())
         }
     }
 
@@ -308,14 +313,16 @@ impl<T: CmHandler> CmId<T> {
     /// Disconnects and drains the QP: when this returns, the peer can no longer reach local
     /// memory through the connection and every posted work request has completed. For an
     /// operation abandoned while the peer may still READ or WRITE its buffers. Must not be
-    /// called from a completion callback of the QP's CQ.
-    pub(crate) fn shut_down(&self) {
+    /// called from a completion callback of the QP's CQ. Returns what shows the drain
+    /// (for [`super::super::rw::RwCtx::destroy`]).
+    pub(crate) fn shut_down(&self) -> Drained {
         let _ = self.disconnect();
         if let Some(verbs) = &self.verbs {
             // SAFETY: the QP exists while `verbs` is set (invariant); the caller runs in
             // process context outside the CQ's completion callbacks, as draining needs.
             unsafe { verbs.drain(self.raw()) };
         }
+        Drained::new(self.qp().map_or(0, |qp| qp.address()))
     }
 }
 

@@ -104,7 +104,7 @@ unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
         // SAFETY: the transfer's requests are done: this is the first completion of the
         // last one, the only one signaled (failed or flushed: done too). Unmapped before
         // the closure looks at what a READ brought.
-        if let Some(lists) = unsafe { rw.as_mut().destroy() } {
+        if let Some(lists) = unsafe { rw.as_mut().destroy_unchecked() } {
             lists.transferred();
         }
     }
@@ -150,7 +150,7 @@ unsafe fn end_transfer_of<F>(header: *mut RecordHeader) {
         // SAFETY: the QP is drained: the device is done with the transfer, whose
         // completion the provider never delivered; its QP (and the MR pool the context
         // took MRs from) is still there.
-        drop(unsafe { rw.as_mut().destroy() });
+        drop(unsafe { rw.as_mut().destroy_unchecked() });
     }
 }
 
@@ -379,7 +379,7 @@ pub(super) fn finish_post<F: FnOnce(WorkCompletion) + Send + 'static>(
                 mr.complete(*effect, false);
             }
             if let Some(rw) = (*record).rw.as_mut() {
-                drop(rw.as_mut().destroy());
+                drop(rw.as_mut().destroy_unchecked());
             }
             records.remove_and_free(record.cast());
         }
