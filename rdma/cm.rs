@@ -21,7 +21,7 @@ pub(crate) use verbs::QpCaps;
 
 use super::{addr::SocketAddr, bindings, Device};
 use core::{ffi::c_int, marker::PhantomData, ptr::NonNull};
-use event::{cm_handler, peer_of};
+use event::cm_handler;
 use kernel::{prelude::*, sync::Arc};
 use verbs::Verbs;
 
@@ -124,21 +124,10 @@ impl<T: CmHandler> CmId<T> {
         (!device.is_null()).then(|| unsafe { Device::from_raw(device) })
     }
 
-    /// The peer's address.
-    pub(crate) fn peer(&self) -> SocketAddr {
-        peer_of(self.id)
-    }
-
     /// The device port the id is bound to (1 on rxe and siw).
     pub(crate) fn port_num(&self) -> u32 {
         // SAFETY: the id is live; `port_num` is set when it is bound.
         unsafe { (*self.raw()).port_num }
-    }
-
-    /// The local address (a listener's bound address; a connection's local end).
-    pub(crate) fn local(&self) -> SocketAddr {
-        // SAFETY: the id is live; its source address is a `sockaddr_storage`.
-        unsafe { SocketAddr::from_raw(core::ptr::from_ref(&(*self.raw()).route.addr.src_addr)) }
     }
 
     fn conn_param(&self, private_data: &[u8]) -> Result<bindings::rdma_conn_param> {

@@ -15,8 +15,6 @@ use kernel::prelude::*;
 pub(crate) struct WorkCompletion {
     /// `IB_WC_*` status.
     pub(crate) status: u32,
-    /// `IB_WC_*` opcode (valid on success only).
-    pub(crate) opcode: u32,
     /// Bytes received (receives only).
     pub(crate) byte_len: u32,
     /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
@@ -41,7 +39,6 @@ impl WorkCompletion {
         };
         Self {
             status: wc.status,
-            opcode: if ok { wc.opcode } else { 0 },
             byte_len: if ok { wc.byte_len } else { 0 },
             invalidated_rkey,
             // SAFETY: every request posted through this layer names its completion entry

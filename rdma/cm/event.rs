@@ -135,7 +135,13 @@ impl ConnectRequest<'_> {
 
     /// The peer's address.
     pub(crate) fn peer(&self) -> SocketAddr {
-        peer_of(self.id)
+        // SAFETY: the id is live for the handler call; its destination address is a
+        // `sockaddr_storage`.
+        unsafe {
+            SocketAddr::from_raw(core::ptr::from_ref(
+                &(*self.id.as_ptr()).route.addr.dst_addr,
+            ))
+        }
     }
 
     /// The local address the request came in on (a listener on the wildcard address
@@ -191,11 +197,6 @@ impl ConnectRequest<'_> {
             _handler: PhantomData,
         }
     }
-}
-
-pub(super) fn peer_of(id: NonNull<bindings::rdma_cm_id>) -> SocketAddr {
-    // SAFETY: the id is live; its destination address is a `sockaddr_storage`.
-    unsafe { SocketAddr::from_raw(core::ptr::from_ref(&(*id.as_ptr()).route.addr.dst_addr)) }
 }
 
 /// The RDMA CM event trampoline for ids whose context is an `Arc<T>`.
