@@ -21,8 +21,7 @@ impl SocketAddr {
     /// Parses an IPv4 (`10.0.0.1`) or IPv6 (`fd00::1`) literal; an empty string is the
     /// IPv4 wildcard address. Anything else is `EINVAL`.
     pub(crate) fn parse(text: &[u8], port: u16) -> Result<Self> {
-        // SAFETY: all-zeroes is a valid `sockaddr_storage` (the unspecified family).
-        let mut storage: bindings::__kernel_sockaddr_storage = unsafe { core::mem::zeroed() };
+        let mut storage: bindings::__kernel_sockaddr_storage = pin_init::zeroed();
         let ptr = core::ptr::from_mut(&mut storage);
         let len = i32::try_from(text.len()).map_err(|_| EINVAL)?;
         if text.is_empty() {

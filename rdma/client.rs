@@ -67,9 +67,8 @@ unsafe impl<T: ClientHandler> Sync for IbClient<T> {}
 impl<T: ClientHandler> IbClient<T> {
     /// A client called `name` (shown in the core's client lists and messages).
     pub(crate) const fn new(name: &'static CStr) -> Self {
-        // SAFETY: `ib_client` is a C struct of pointers, integers and C locks for which
-        // all-zeroes is the valid "not yet registered" state `ib_register_client` expects.
-        let mut client: bindings::ib_client = unsafe { core::mem::zeroed() };
+        // All-zeroes is the "not yet registered" state `ib_register_client` expects.
+        let mut client: bindings::ib_client = pin_init::zeroed();
         client.name = kernel::str::as_char_ptr_in_const_context(name);
         client.add = Some(Self::add_callback);
         client.remove = Some(Self::remove_callback);

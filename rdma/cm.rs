@@ -136,8 +136,7 @@ impl<T: CmHandler> CmId<T> {
             return Err(super::errno(bindings::ENOTCONN));
         }
         let device = self.device().ok_or(ENODEV)?;
-        // SAFETY: all-zeroes is a valid connection parameter set.
-        let mut param: bindings::rdma_conn_param = unsafe { core::mem::zeroed() };
+        let mut param: bindings::rdma_conn_param = pin_init::zeroed();
         param.private_data = private_data.as_ptr().cast();
         param.private_data_len = u8::try_from(private_data.len()).map_err(|_| EINVAL)?;
         let (responder, initiator) = device.rdma_read_depths();

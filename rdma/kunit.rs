@@ -182,8 +182,7 @@ mod completion_dispatch {
     /// Completes a work request that carried `cqe`, as the RDMA core does: through the
     /// entry's `done`, with a completion of `status`, `byte_len` and `invalidated` rkey.
     fn complete(cqe: *mut ib_cqe, status: u32, byte_len: u32, invalidated: Option<u32>) {
-        // SAFETY: all-zeroes is a valid `ib_wc` (no QP, success, no flags).
-        let mut wc: ib_wc = unsafe { core::mem::zeroed() };
+        let mut wc: ib_wc = pin_init::zeroed();
         wc.__bindgen_anon_1.wr_cqe = cqe;
         wc.status = status;
         wc.opcode = RECV;

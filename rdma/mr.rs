@@ -105,8 +105,7 @@ impl Mr {
             return Err(E2BIG);
         }
         let page = kernel::page::PAGE_SIZE as u32;
-        // SAFETY: all-zeroes is a valid scatterlist entry before initialisation.
-        let mut sg: bindings::scatterlist = unsafe { core::mem::zeroed() };
+        let mut sg: bindings::scatterlist = pin_init::zeroed();
         // SAFETY: `sg` is a single local entry; the helper marks it the end of the table
         // and sets its DMA address and length to a range of `buf`'s mapping.
         unsafe { bindings::rdma_rs_sg_set_dma(&mut sg, buf.dma_addr(offset), len) };

@@ -157,8 +157,7 @@ impl<'a> Qp<'a> {
     {
         let mut sge = sge(&local);
         let record = in_flight(self.records, on_done, Some(local.buf.clone()), None, None)?;
-        // SAFETY: all-zeroes is a valid, empty receive work request.
-        let mut wr: bindings::ib_recv_wr = unsafe { core::mem::zeroed() };
+        let mut wr: bindings::ib_recv_wr = pin_init::zeroed();
         wr.__bindgen_anon_1.wr_cqe = record.cast();
         wr.sg_list = &mut sge;
         wr.num_sge = 1;
@@ -189,10 +188,8 @@ impl<'a> Qp<'a> {
     where
         F: FnOnce(WorkCompletion) + Send + 'static,
     {
-        // SAFETY: all-zeroes is a valid, empty work request of each kind.
-        let mut rdma: bindings::ib_rdma_wr = unsafe { core::mem::zeroed() };
-        // SAFETY: as above.
-        let mut reg: bindings::ib_reg_wr = unsafe { core::mem::zeroed() };
+        let mut rdma: bindings::ib_rdma_wr = pin_init::zeroed();
+        let mut reg: bindings::ib_reg_wr = pin_init::zeroed();
         let mut sge = bindings::ib_sge::default();
         let mut use_reg = false;
         let (buf, mr) = match op {

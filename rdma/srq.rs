@@ -29,8 +29,7 @@ impl Srq {
     /// Creates an SRQ on `pd` holding up to `max_wr` receives of `max_sge` entries each.
     /// Returns the SRQ; [`Srq::max_wr`] is what the device granted.
     pub(crate) fn new(pd: &Arc<Pd>, max_wr: u32, max_sge: u32) -> Result<Self> {
-        // SAFETY: all-zeroes is a valid, empty set of SRQ attributes.
-        let mut attr: bindings::ib_srq_init_attr = unsafe { core::mem::zeroed() };
+        let mut attr: bindings::ib_srq_init_attr = pin_init::zeroed();
         attr.attr.max_wr = max_wr;
         attr.attr.max_sge = max_sge;
         attr.srq_type = bindings::ib_srq_type_IB_SRQT_BASIC;

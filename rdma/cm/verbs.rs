@@ -172,8 +172,7 @@ impl<T: CmHandler> CmId<T> {
         } else {
             Cq::new(device, entries, caps.vector, poll)?
         };
-        // SAFETY: all-zeroes is a valid, empty QP attribute set.
-        let mut attr: bindings::ib_qp_init_attr = unsafe { core::mem::zeroed() };
+        let mut attr: bindings::ib_qp_init_attr = pin_init::zeroed();
         attr.send_cq = cq.as_raw();
         attr.recv_cq = cq.as_raw();
         attr.cap.max_send_wr = caps.send_wr + 1;
