@@ -45,11 +45,18 @@ impl Device {
         unsafe { (*self.as_raw()).phys_port_cnt }
     }
 
+    /// The device's attributes (`ib_device::attrs`).
+    fn attrs(&self) -> &bindings::ib_device_attr {
+        // SAFETY: by the type invariant the device is registered for as long as `&self`
+        // lives, and `attrs` is filled in before registration and never changes afterwards,
+        // so nothing writes it while the shared reference exists.
+        unsafe { &(*self.as_raw()).attrs }
+    }
+
     /// RDMA READ depths for connection parameters: how many reads the device answers
     /// (responder resources) and issues (initiator depth) at once, at most 16 each.
     pub(crate) fn rdma_read_depths(&self) -> (u8, u8) {
-        // SAFETY: `attrs` is filled in before registration and never changes afterwards.
-        let attrs = unsafe { &(*self.as_raw()).attrs };
+        let attrs = self.attrs();
         let clamp = |n: i32| n.clamp(1, 16) as u8;
         (
             clamp(attrs.max_qp_rd_atom),
@@ -59,8 +66,7 @@ impl Device {
 
     /// Scatter/gather entries a send work request may have, and an RDMA READ.
     pub(crate) fn max_send_sges(&self) -> (u32, u32) {
-        // SAFETY: as for `rdma_read_depths`.
-        let attrs = unsafe { &(*self.as_raw()).attrs };
+        let attrs = self.attrs();
         (
             attrs.max_send_sge.max(1) as u32,
             attrs.max_sge_rd.max(1) as u32,
@@ -70,8 +76,7 @@ impl Device {
     /// How many SRQs the device offers, and how many receives each may hold (0, 0 without
     /// SRQ support).
     pub(crate) fn srq_limits(&self) -> (u32, u32) {
-        // SAFETY: as for `rdma_read_depths`.
-        let attrs = unsafe { &(*self.as_raw()).attrs };
+        let attrs = self.attrs();
         (attrs.max_srq.max(0) as u32, attrs.max_srq_wr.max(0) as u32)
     }
 
@@ -83,8 +88,7 @@ impl Device {
 
     /// The largest number of pages a fast-registration MR may map on this device.
     pub(crate) fn max_fast_reg_pages(&self) -> u32 {
-        // SAFETY: as for `rdma_read_depths`.
-        unsafe { (*self.as_raw()).attrs.max_fast_reg_page_list_len }
+        self.attrs().max_fast_reg_page_list_len
     }
 
     /// Whether the device takes inline data (`IB_SEND_INLINE`) on a SEND_WITH_INV as on a
@@ -99,8 +103,7 @@ impl Device {
     /// Whether the device can offload T10-PI through signature MRs
     /// (`IBK_INTEGRITY_HANDOVER`: QPs may be created with `IB_QP_CREATE_INTEGRITY_EN`).
     pub(crate) fn supports_integrity(&self) -> bool {
-        // SAFETY: as for `rdma_read_depths`.
-        let flags = unsafe { (*self.as_raw()).attrs.kernel_cap_flags };
+        let flags = self.attrs().kernel_cap_flags;
         flags & u64::from(bindings::ib_kernel_cap_flags_IBK_INTEGRITY_HANDOVER) != 0
     }
 
