@@ -264,21 +264,25 @@ impl<T: CmHandler> CmId<T> {
     /// The caller uses the handle, its clones and the contexts mapped through them only
     /// while this id's QP lives (until the id is dropped).
     pub(crate) unsafe fn qp_handle(&self) -> Option<QpHandle> {
-        self.verbs.as_ref()?;
-        // SAFETY: the id is live and `verbs` says it has a QP.
-        let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
+        let (_, qp) = self.raw_qp()?;
         // SAFETY: the QP lives until `Drop` destroys it; the rest is the caller's promise.
         Some(unsafe { QpHandle::new(qp, self.port_num()) })
     }
 
     /// The QP, once created.
     pub(crate) fn qp(&self) -> Option<Qp<'_>> {
-        let verbs = self.verbs.as_ref()?;
-        // SAFETY: the id is live and `verbs` says it has a QP.
-        let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
+        let (verbs, qp) = self.raw_qp()?;
         // SAFETY: the QP lives as long as `self` is borrowed, and `Drop` drains it before
         // destroying it; its `records` go only after its CQ (field order of `Verbs`).
         Some(unsafe { Qp::from_raw(qp, self.port_num(), &verbs.records) })
+    }
+
+    /// The verbs resources and the raw QP (`id->qp`); `None` before [`CmId::create_qp`].
+    fn raw_qp(&self) -> Option<(&Verbs, NonNull<bindings::ib_qp>)> {
+        let verbs = self.verbs.as_ref()?;
+        // SAFETY: the id is live and `verbs` says it has a QP (type invariant of `CmId`).
+        let qp = NonNull::new(unsafe { (*self.raw()).qp })?;
+        Some((verbs, qp))
     }
 
     /// `len` bytes of `buf` at `offset`, with the PD's local DMA lkey: the usual local side
