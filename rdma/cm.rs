@@ -118,10 +118,13 @@ impl<T: CmHandler> CmId<T> {
 
     /// The device the id is bound to, once an address is resolved or a request arrived.
     pub(crate) fn device(&self) -> Option<&Device> {
-        // SAFETY: the id is live; a bound id keeps its device registered while it exists.
-        let device = unsafe { (*self.raw()).device };
-        // SAFETY: non-null devices of a live id are registered (see above).
-        (!device.is_null()).then(|| unsafe { Device::from_raw(device) })
+        // SAFETY: the id is live (type invariant), so its `device` may be read; a non-null
+        // device is the one the id is bound to, which stays registered while the id exists,
+        // so for as long as `self` is borrowed.
+        unsafe {
+            let device = (*self.raw()).device;
+            (!device.is_null()).then(|| Device::from_raw(device))
+        }
     }
 
     /// The device port the id is bound to (1 on rxe and siw).
