@@ -96,10 +96,11 @@ impl SocketAddr {
     pub(crate) fn is_any(&self) -> bool {
         let ptr = core::ptr::from_ref(&self.storage);
         if self.is_ipv6() {
-            // SAFETY: the family says the storage holds a `sockaddr_in6`.
-            let addr = unsafe { (*ptr.cast::<bindings::sockaddr_in6>()).sin6_addr };
-            // SAFETY: every bit pattern of the 16-byte address union is a valid byte array.
-            unsafe { addr.in6_u.u6_addr8 }.iter().all(|&b| b == 0)
+            let sin6 = ptr.cast::<bindings::sockaddr_in6>();
+            // SAFETY: the family says the storage holds a `sockaddr_in6`, and every bit
+            // pattern of its 16-byte address union is a valid byte array.
+            let bytes = unsafe { (*sin6).sin6_addr.in6_u.u6_addr8 };
+            bytes.iter().all(|&b| b == 0)
         } else {
             // SAFETY: otherwise it holds a `sockaddr_in` (or is zeroed).
             unsafe { (*ptr.cast::<bindings::sockaddr_in>()).sin_addr.s_addr == 0 }
