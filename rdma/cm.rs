@@ -136,7 +136,7 @@ impl<T: CmHandler> CmId<T> {
     fn conn_param(&self, private_data: &[u8]) -> Result<bindings::rdma_conn_param> {
         // (No QP without verbs resources: the dereference below needs one.)
         if self.verbs.is_none() {
-            return Err(super::errno(bindings::ENOTCONN));
+            return Err(super::code::enotconn());
         }
         let device = self.device().ok_or(ENODEV)?;
         let mut param: bindings::rdma_conn_param = pin_init::zeroed();

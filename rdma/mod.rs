@@ -125,9 +125,4 @@ pub(crate) mod code {
     pub(crate) fn eisconn() -> Error {
         super::errno(super::bindings::EISCONN)
     }
-
-    /// `ETIMEDOUT`: the peer did not answer in time.
-    pub(crate) fn etimedout() -> Error {
-        super::errno(super::bindings::ETIMEDOUT)
-    }
 }

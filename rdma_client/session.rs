@@ -174,7 +174,7 @@ impl Session {
                 return Err(code::enotconn());
             }
             match self.changed.wait_interruptible_timeout(&mut inbox, left) {
-                CondVarTimeoutResult::Timeout => return Err(code::etimedout()),
+                CondVarTimeoutResult::Timeout => return Err(ETIMEDOUT),
                 CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
                 CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
             }

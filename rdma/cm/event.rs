@@ -233,6 +233,6 @@ pub(super) unsafe extern "C" fn cm_handler<T: CmHandler>(
     if adopted.get() {
         0
     } else {
-        -(bindings::ECONNREFUSED as c_int)
+        crate::rdma::code::econnrefused().to_errno()
     }
 }
