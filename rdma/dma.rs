@@ -3,7 +3,7 @@
 //! DMA-mapped buffers for SEND/RECV and RDMA READ/WRITE.
 
 use super::{bindings, Device};
-use kernel::{prelude::*, sync::Arc};
+use kernel::{dma::DataDirection, prelude::*, sync::Arc};
 
 /// A kmalloc'd, DMA-mapped (bidirectional) buffer. Cloning shares it: posted work
 /// requests hold a clone, so the memory stays mapped until their completion ran.
@@ -77,7 +77,7 @@ impl DmaBuf {
                 device.as_raw(),
                 cpu.cast(),
                 len,
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+                DataDirection::Bidirectional.into(),
             )
         };
         // SAFETY: `dma` was just returned by the map call on this device.
@@ -258,7 +258,7 @@ impl DmaBuf {
                 self.0.device,
                 self.0.dma + offset as u64,
                 len,
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+                DataDirection::Bidirectional.into(),
             )
         };
     }
@@ -284,7 +284,7 @@ impl Drop for Mapping {
                 self.device,
                 self.dma,
                 self.len,
-                bindings::dma_data_direction_DMA_BIDIRECTIONAL,
+                DataDirection::Bidirectional.into(),
             )
         };
         // SAFETY: the mapping's device reference (type invariant), no longer needed.

@@ -23,7 +23,7 @@ use super::{
     Device, WorkCompletion,
 };
 use core::{pin::Pin, ptr};
-use kernel::{prelude::*, types::Opaque};
+use kernel::{dma::DataDirection, prelude::*, types::Opaque};
 
 /// Scatterlists a transfer maps: its data and, for a transfer with T10-PI, the protection
 /// information.
@@ -60,11 +60,11 @@ pub(crate) enum Direction {
 
 impl Direction {
     /// The `dma_data_direction` of the local lists.
-    fn dma(self) -> bindings::dma_data_direction {
+    fn dma(self) -> DataDirection {
         match self {
             // (the device writes the local memory)
-            Self::FromRemote => bindings::dma_data_direction_DMA_FROM_DEVICE,
-            Self::ToRemote => bindings::dma_data_direction_DMA_TO_DEVICE,
+            Self::FromRemote => DataDirection::FromDevice,
+            Self::ToRemote => DataDirection::ToDevice,
         }
     }
 }
@@ -236,7 +236,7 @@ impl<S: SgLists> RwCtx<S> {
                         attrs.as_mut_ptr(),
                         remote.addr,
                         remote.rkey,
-                        dir.dma(),
+                        dir.dma().into(),
                     )
                 }
                 None => bindings::rdma_rw_ctx_init(
@@ -248,7 +248,7 @@ impl<S: SgLists> RwCtx<S> {
                     0,
                     remote.addr,
                     remote.rkey,
-                    dir.dma(),
+                    dir.dma().into(),
                 ),
             }
         };
@@ -417,7 +417,7 @@ impl<S: SgLists> RwCtx<S> {
                     sg_cnt,
                     prot_sg,
                     prot_cnt,
-                    mapping.dir.dma(),
+                    mapping.dir.dma().into(),
                 );
             } else {
                 bindings::rdma_rw_ctx_destroy(
@@ -426,7 +426,7 @@ impl<S: SgLists> RwCtx<S> {
                     qp.port_num(),
                     sg,
                     sg_cnt,
-                    mapping.dir.dma(),
+                    mapping.dir.dma().into(),
                 );
             }
         }
