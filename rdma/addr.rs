@@ -24,13 +24,9 @@ impl SocketAddr {
         let mut storage: bindings::__kernel_sockaddr_storage = pin_init::zeroed();
         let ptr = core::ptr::from_mut(&mut storage);
         let len = i32::try_from(text.len()).map_err(|_| EINVAL)?;
-        if text.is_empty() {
-            // SAFETY: `sockaddr_storage` is large enough and suitably aligned for `sockaddr_in`.
-            let sin = unsafe { &mut *ptr.cast::<bindings::sockaddr_in>() };
-            sin.sin_family = bindings::AF_INET as u16;
-            sin.sin_port = port.to_be();
-        } else if text.contains(&b':') {
-            // SAFETY: as above, for `sockaddr_in6`.
+        if text.contains(&b':') {
+            // SAFETY: `sockaddr_storage` is large enough and suitably aligned for
+            // `sockaddr_in6`.
             let sin6 = unsafe { &mut *ptr.cast::<bindings::sockaddr_in6>() };
             // SAFETY: `in6_pton` reads `len` bytes of `text` (the -1 delimiter is not used
             // because the length is given) and writes 16 bytes into `sin6_addr`.
@@ -51,18 +47,22 @@ impl SocketAddr {
         } else {
             // SAFETY: as above, for `sockaddr_in`.
             let sin = unsafe { &mut *ptr.cast::<bindings::sockaddr_in>() };
-            // SAFETY: `in4_pton` reads `len` bytes of `text` and writes 4 bytes to `sin_addr`.
-            let ok = unsafe {
-                bindings::in4_pton(
-                    text.as_ptr().cast(),
-                    len,
-                    core::ptr::from_mut(&mut sin.sin_addr).cast(),
-                    -1,
-                    core::ptr::null_mut(),
-                )
-            };
-            if ok != 1 {
-                return Err(EINVAL);
+            // An empty text leaves the address zeroed: the wildcard.
+            if !text.is_empty() {
+                // SAFETY: `in4_pton` reads `len` bytes of `text` and writes 4 bytes to
+                // `sin_addr`.
+                let ok = unsafe {
+                    bindings::in4_pton(
+                        text.as_ptr().cast(),
+                        len,
+                        core::ptr::from_mut(&mut sin.sin_addr).cast(),
+                        -1,
+                        core::ptr::null_mut(),
+                    )
+                };
+                if ok != 1 {
+                    return Err(EINVAL);
+                }
             }
             sin.sin_family = bindings::AF_INET as u16;
             sin.sin_port = port.to_be();
@@ -110,16 +110,23 @@ impl SocketAddr {
     /// Writes the address without the port (`%pISc`: `10.0.0.1`, `fd00::1`) into `out` as
     /// a NUL-terminated string, truncated to fit; returns its length.
     pub(crate) fn write_ip(&self, out: &mut [u8]) -> usize {
+        self.print(c"%pISc", out)
+    }
+
+    /// Prints the address with `format`, one `%pIS` directive taking a `sockaddr`, into
+    /// `out` as a NUL-terminated string, truncated to fit; returns its length.
+    fn print(&self, format: &CStr, out: &mut [u8]) -> usize {
         if out.is_empty() {
             return 0;
         }
-        // SAFETY: `snprintf` writes at most `out.len()` bytes, NUL included; `%pISc` reads
-        // a `sockaddr` of the family it names, which `storage` holds.
+        // SAFETY: `snprintf` writes at most `out.len()` bytes, NUL included; `format`'s
+        // one `%pIS` directive reads a `sockaddr` of the family it names, which `storage`
+        // holds.
         let n = unsafe {
             bindings::snprintf(
                 out.as_mut_ptr().cast(),
                 out.len(),
-                c"%pISc".as_char_ptr(),
+                format.as_char_ptr(),
                 core::ptr::from_ref(&self.storage),
             )
         };
@@ -143,17 +150,7 @@ impl core::fmt::Display for SocketAddr {
     /// `10.0.0.1:7174` or `[fd00::1]:7174`, as the kernel's `%pISpc` prints them.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let mut text = [0u8; 64];
-        // SAFETY: `snprintf` writes at most `text.len()` bytes, NUL included; `%pISpc`
-        // reads a `sockaddr` of the family it names, which `storage` holds.
-        let n = unsafe {
-            bindings::snprintf(
-                text.as_mut_ptr().cast(),
-                text.len(),
-                c"%pISpc".as_char_ptr(),
-                core::ptr::from_ref(&self.storage),
-            )
-        };
-        let n = usize::try_from(n).unwrap_or(0).min(text.len() - 1);
+        let n = self.print(c"%pISpc", &mut text);
         f.write_str(core::str::from_utf8(&text[..n]).unwrap_or("?"))
     }
 }
