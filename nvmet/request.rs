@@ -24,7 +24,7 @@ use crate::rdma::{
     DmaBuf,
 };
 use core::ptr::NonNull;
-use kernel::{prelude::*, sync::Arc, types::Opaque};
+use kernel::{prelude::*, types::Opaque};
 
 /// The nvmet core's request for one command: embedded in the transport's object for a
 /// command in flight (named with [`impl_has_request!`]), which never moves while the
@@ -41,19 +41,12 @@ pub(crate) struct Request {
     owned: bool,
     /// The list the request's in-capsule data is described by ([`Request::use_in_capsule`]).
     in_capsule: PageSgl<IN_CAPSULE_PAGES>,
-    /// What holds the buffer `in_capsule` points into, kept until the next start.
-    lent: Option<Arc<dyn InCapsuleBuffers>>,
+    /// The buffer `in_capsule` points into, held until the next start.
+    lent: Option<DmaBuf>,
 }
 
 /// Pages of in-capsule data a request takes at most (16 KiB).
 pub(crate) const IN_CAPSULE_PAGES: usize = 4;
-
-/// What holds the buffers in-capsule data arrives in (a transport's receive slots): a
-/// request that uses such data keeps them, through an `Arc`, until its next start.
-pub(crate) trait InCapsuleBuffers: Send + Sync {
-    /// The in-capsule data buffer of receive slot `slot`, if it has one.
-    fn buffer(&self, slot: u32) -> Option<&DmaBuf>;
-}
 
 impl Request {
     /// A request not started.
@@ -325,28 +318,22 @@ impl Request {
         }
     }
 
-    /// Points the started request at the `len` bytes at `offset` of receive slot `slot`'s
-    /// in-capsule data buffer in `buffers`, which the request keeps until its next start.
+    /// Points the started request at the `len` bytes at `offset` of `buf` (the data that
+    /// came in the command's capsule), which the request holds until its next start.
     /// `EINVAL` if the request is not started (or handed over), holds data already, or the
     /// bytes are not in the buffer or span more than [`IN_CAPSULE_PAGES`] pages.
-    pub(crate) fn use_in_capsule<B: InCapsuleBuffers + 'static>(
-        &mut self,
-        buffers: &Arc<B>,
-        slot: u32,
-        offset: usize,
-        len: usize,
-    ) -> Result {
+    pub(crate) fn use_in_capsule(&mut self, buf: &DmaBuf, offset: usize, len: usize) -> Result {
         if !self.owned || !self.fields().sg.is_null() {
             return Err(EINVAL);
         }
-        let buf = buffers.buffer(slot).ok_or(EINVAL)?;
+        let buf = buf.clone();
         // SAFETY: the list is the request's own, and nobody else uses it: the core used
         // it only for an earlier command, which it ended before this one started (the
         // request is started and not handed over, so the core does not have it now).
-        let (sg, count) = unsafe { self.in_capsule.fill(buf, offset, len)? };
-        // The list points into `buf`, which `buffers` holds: kept with the request until
-        // it starts again, after the core ended this command.
-        self.lent = Some(buffers.clone());
+        let (sg, count) = unsafe { self.in_capsule.fill(&buf, offset, len)? };
+        // The list points into `buf`'s memory: held with the request until it starts
+        // again, after the core ended this command.
+        self.lent = Some(buf);
         let fields = self.fields_mut();
         fields.sg = sg;
         fields.sg_cnt = count as i32;

@@ -80,7 +80,9 @@ impl SqCq {
     /// the controller. `None` once the sq was killed.
     ///
     /// Requests start only with such a guard ([`super::Request::init`]), so the queue of
-    /// every request the core passes back lives in an `Arc` ([`HasSqCq::from_sq`]).
+    /// every request the core passes back lives in an `Arc` ([`HasSqCq::from_sq`]). The
+    /// queue's owner calls [`SqCq::destroy`], which waits for those requests, while it
+    /// still holds that `Arc` (the queue's release does), not only in `Drop`.
     pub(crate) fn enter<'a, Q: HasSqCq>(queue: &'a ArcBorrow<'_, Q>) -> Option<SqEntered<'a>> {
         let this = queue.sq_cq();
         // SAFETY: the sq was initialised (type invariant); a killed or exited reference has
@@ -193,7 +195,9 @@ pub(crate) unsafe trait HasSqCq {
     {
         let offset = core::mem::offset_of!(SqCq, sq) + Self::OFFSET;
         // SAFETY: `sq` is at `offset` from the start of a `Self` that an `Arc` holds and
-        // keeps alive for `'a` (trait and function safety sections).
+        // keeps alive for `'a` (trait and function safety sections): the pointer is the
+        // one `Arc::as_ptr` gives, found container_of-style from the embedded field, as
+        // the kernel's work items find theirs.
         unsafe { ArcBorrow::from_raw(sq.byte_sub(offset).cast::<Self>()) }
     }
 }

@@ -518,7 +518,7 @@ impl Io {
     ///
     /// The nvmet core finished every request of the queue, and `drained` is the drain of
     /// the queue's QP: nothing resumes a response slot any more.
-    pub(crate) unsafe fn reclaim(&self, drained: &Drained) {
+    pub(crate) unsafe fn reclaim(&self, drained: &Drained<'_>) {
         for rsp in &self.rsps {
             // Every slot is free again (a command whose response could not be posted left
             // its slot free with what it held), unless a completion it waited for never

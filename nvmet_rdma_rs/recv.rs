@@ -12,7 +12,6 @@
 // check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
-use crate::nvmet::request::InCapsuleBuffers;
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, Range, RecvWr},
@@ -170,11 +169,5 @@ impl RecvSlots {
             (None, Some(qp)) => qp.post_recv(wr),
             (None, None) => Err(EINVAL),
         }
-    }
-}
-
-impl InCapsuleBuffers for RecvSlots {
-    fn buffer(&self, slot: u32) -> Option<&DmaBuf> {
-        self.inline_data(slot)
     }
 }

@@ -299,7 +299,7 @@ impl Qp<'_> {
                 None => Err(EINVAL),
             };
             let first = match prepared {
-                Ok((first, _)) => first,
+                Ok((first, _, _)) => first,
                 // Nothing posted: the record goes, and its context with what it mapped.
                 Err(e) => return finish_post::<F>(self.records, e.to_errno(), true, record),
             };

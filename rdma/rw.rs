@@ -22,7 +22,7 @@ use super::{
     slot::Prepared,
     Device, WorkCompletion,
 };
-use core::{pin::Pin, ptr};
+use core::{marker::PhantomData, pin::Pin, ptr};
 use kernel::{dma::DataDirection, prelude::*, types::Opaque};
 
 /// Scatterlists a transfer maps: its data and, for a transfer with T10-PI, the protection
@@ -125,25 +125,32 @@ pub(crate) struct RwCtx<S: SgLists> {
 pub(crate) enum TransferEnd<'a> {
     /// The transfer was not posted.
     NotPosted,
-    /// The completion of a request the context was posted with: the transfer's own
-    /// completion, or that of the SEND it was chained before. (Requests on a send queue
-    /// complete in order, so all of the post's are done.)
+    /// A completion of the entry the context's post ended with, on its QP: the
+    /// transfer's own completion, or that of the SEND it was chained before. (Requests on
+    /// a send queue complete in order, so all of the post's are done.) It names the entry,
+    /// not the post: the caller passes the completion that resumed the slot for this post
+    /// (`Slot::resume` with the post's tag), which a completion of an earlier post cannot.
     Completed(&'a WorkCompletion),
     /// The transfer's QP was drained.
-    Drained(&'a Drained),
+    Drained(&'a Drained<'a>),
 }
 
 /// Shows that a QP was drained ([`super::CmId::shut_down`]): every work request posted on
-/// it before is done.
-pub(crate) struct Drained {
+/// it before is done. It borrows the id, so it cannot outlive the QP (and name another QP
+/// made later at the same address).
+pub(crate) struct Drained<'a> {
     /// The QP's address (only compared); 0 if the id had none.
     qp: usize,
+    _id: PhantomData<&'a ()>,
 }
 
-impl Drained {
+impl Drained<'_> {
     /// The drain of the QP at `qp`, which the caller completed.
     pub(super) fn new(qp: usize) -> Self {
-        Self { qp }
+        Self {
+            qp,
+            _id: PhantomData,
+        }
     }
 }
 
@@ -289,7 +296,7 @@ impl<S: SgLists> RwCtx<S> {
         cqe: *mut bindings::ib_cqe,
         chain: *mut bindings::ib_send_wr,
         ends_with: usize,
-    ) -> Result<(*mut bindings::ib_send_wr, QpHandle)> {
+    ) -> Result<(*mut bindings::ib_send_wr, QpHandle, &mut bool)> {
         // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
         let this = unsafe { self.get_unchecked_mut() };
         let mapping = this.mapping.as_ref().ok_or(EINVAL)?;
@@ -307,7 +314,7 @@ impl<S: SgLists> RwCtx<S> {
         // is drained.)
         this.posted = true;
         this.ends_with = ends_with;
-        Ok((first, qp))
+        Ok((first, qp, &mut this.posted))
     }
 
     /// The mapped transfer alone, ready to post ([`super::slot::Owner::post`]); its
@@ -316,11 +323,11 @@ impl<S: SgLists> RwCtx<S> {
     /// transfer was posted already.
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
         let cqe = self.completion()?;
-        let (first, qp) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
+        let (first, qp, posted) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
         // SAFETY: `first` heads the context's own work requests, which live in the
         // context `self` borrows (and in what `rdma_rw` allocated for it) until it is
         // destroyed.
-        Ok(unsafe { Prepared::new(first, qp) })
+        Ok(unsafe { Prepared::new(first, qp) }.with_posted_flag(posted))
     }
 
     /// The mapped transfer, unsignaled, followed by `send` in one chain, ready to post:
@@ -331,10 +338,10 @@ impl<S: SgLists> RwCtx<S> {
         send: &'a mut SendWr,
     ) -> Result<Prepared<'a>> {
         let ends_with = send.completion_key();
-        let (first, qp) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
+        let (first, qp, posted) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
         // SAFETY: `first` heads the context's work requests and then `send`, all in what
         // `'a` borrows.
-        Ok(unsafe { Prepared::new(first, qp) })
+        Ok(unsafe { Prepared::new(first, qp) }.with_posted_flag(posted))
     }
 
     /// What the signature MR's PI checks found once the transfer completed: `None` if they

@@ -217,7 +217,12 @@ impl<'a, T> Owner<'a, T> {
             Ok(prepared) => prepared,
             Err(e) => return Err((e, Some(self))),
         };
-        let (first, qp) = (prepared.first, prepared.qp);
+        let Prepared {
+            first,
+            qp,
+            posted: posted_flag,
+            ..
+        } = prepared;
         core::mem::forget(self);
         // INVARIANT: the owner is gone, with release; the completion of `tag` waits until
         // the post returned (`resume`), nothing else takes the slot.
@@ -235,6 +240,11 @@ impl<'a, T> Owner<'a, T> {
                 Ok(())
             }
             Err((e, true)) => {
+                // Nothing was posted: a context whose requests were refused may be
+                // destroyed as never posted.
+                if let Some(flag) = posted_flag {
+                    *flag = false;
+                }
                 // INVARIANT: nothing was posted and nobody took the slot while it was
                 // posting: the owner comes back.
                 slot.state.store(OWNED, Relaxed);
@@ -289,10 +299,13 @@ impl<T> Drop for Owner<'_, T> {
 pub(crate) struct Prepared<'a> {
     first: *const bindings::ib_send_wr,
     qp: QpHandle,
+    /// The flag of the `rdma_rw` context whose requests head the chain, which says they
+    /// were posted: cleared again if the provider refuses the chain's first request.
+    posted: Option<&'a mut bool>,
     _state: PhantomData<&'a mut ()>,
 }
 
-impl Prepared<'_> {
+impl<'a> Prepared<'a> {
     /// Requests headed by `first`, for `qp`.
     ///
     /// # Safety
@@ -303,7 +316,17 @@ impl Prepared<'_> {
         Self {
             first,
             qp,
+            posted: None,
             _state: PhantomData,
+        }
+    }
+
+    /// Requests that an `rdma_rw` context marked posted through `posted`: a refused post
+    /// marks them not posted again.
+    pub(super) fn with_posted_flag(self, posted: &'a mut bool) -> Self {
+        Self {
+            posted: Some(posted),
+            ..self
         }
     }
 }

@@ -11,7 +11,10 @@ use super::bindings;
 use kernel::prelude::*;
 
 /// What a completed work request reports.
-#[derive(Clone, Copy, Debug)]
+///
+/// Neither `Clone` nor `Copy`: a completion names the request it completes, which the
+/// layer takes as a proof (see `cqe`), so only the completion itself is handed on.
+#[derive(Debug)]
 pub(crate) struct WorkCompletion {
     /// `IB_WC_*` status.
     pub(crate) status: u32,

@@ -134,7 +134,7 @@ impl Session {
                     cm: None,
                     disconnected: false,
                     cm_closed: false,
-                    done: [None; TAGS],
+                    done: [const { None }; TAGS],
                     received: None,
                     bench: BenchProgress {
                         run: 0,
@@ -228,7 +228,7 @@ impl Session {
             inbox.disconnected = false;
             inbox.cm_closed = false;
             inbox.received = None;
-            inbox.done = [None; TAGS];
+            inbox.done = [const { None }; TAGS];
         }
         let mut id = CmId::new(this.clone())?;
         id.resolve_addr(server)?;

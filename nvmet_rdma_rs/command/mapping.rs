@@ -48,7 +48,7 @@ impl Io {
         // (The data lies within the in-capsule size, checked: at most `IN_CAPSULE_PAGES`.)
         state
             .req
-            .use_in_capsule(&self.recv, state.cmd, offset, len)
+            .use_in_capsule(data, offset, len)
             .map_err(|_| bad_offset)?;
         state.in_capsule = true;
         queue.stats().in_capsule.fetch_add(1, Relaxed);

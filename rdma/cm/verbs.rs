@@ -318,7 +318,7 @@ impl<T: CmHandler> CmId<T> {
     /// operation abandoned while the peer may still READ or WRITE its buffers. Must not be
     /// called from a completion callback of the QP's CQ. Returns what shows the drain
     /// (for [`super::super::rw::RwCtx::destroy`]).
-    pub(crate) fn shut_down(&self) -> Drained {
+    pub(crate) fn shut_down(&self) -> Drained<'_> {
         let _ = self.disconnect();
         if let Some(verbs) = &self.verbs {
             // SAFETY: the QP exists while `verbs` is set (invariant); the caller runs in
