@@ -235,11 +235,18 @@ impl<T: CmHandler> Drop for CmId<T> {
             }
             drop(verbs);
         }
+        // The device stays until the id is gone: RDMA CM lets a device's removal go on
+        // (`cma_release_dev` puts its device) before it puts the id's GID reference, so
+        // a removal that an id destroyed here unblocks could otherwise free the device's
+        // GID table first, and the last GID put would reach a freed table
+        // (`free_gid_work`).
+        let device = self.device().and_then(Device::try_hold);
         // SAFETY: the id is live (invariant).
         let context = unsafe { (*self.raw()).context.cast::<T>() };
         // SAFETY: the id is live and, by the module's rule, not dropped from its own
         // handler. `rdma_destroy_id` waits for running handlers; none run afterwards.
         unsafe { bindings::rdma_destroy_id(self.raw()) };
+        drop(device);
         // SAFETY: the context is the `Arc<T>` this id owned; no handler can use it now.
         drop(unsafe { Arc::<T>::from_raw(context) });
     }

@@ -32,6 +32,18 @@ impl Device {
         self.0.get()
     }
 
+    /// A reference on the device (`ib_device_try_get`): while it is held, the device's
+    /// unregistration waits (after its clients are removed, before its caches are torn
+    /// down). `None` once the device's last reference went.
+    pub(crate) fn try_hold(&self) -> Option<DeviceRef> {
+        // SAFETY: the device is registered (`from_raw`'s promise) while `self` is
+        // borrowed; the reference taken here is the returned value's.
+        unsafe { bindings::rdma_rs_ib_device_try_get(self.as_raw()) }.then(|| {
+            // INVARIANT: the reference was just taken.
+            DeviceRef(self.as_raw())
+        })
+    }
+
     /// The device's name, e.g. `rxe0`.
     pub(crate) fn name(&self) -> &CStr {
         // SAFETY: by the type invariant the device is registered, so its `struct device`
@@ -140,6 +152,20 @@ impl Device {
             (_, true) => "RoCE",
             _ => "InfiniBand",
         }
+    }
+}
+
+/// A reference on a device, from [`Device::try_hold`]; put when dropped.
+///
+/// # Invariants
+///
+/// Holds one reference on the device (`ib_device_try_get`), which `Drop` puts.
+pub(crate) struct DeviceRef(*mut bindings::ib_device);
+
+impl Drop for DeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: the reference this value holds (type invariant).
+        unsafe { bindings::ib_device_put(self.0) };
     }
 }
 
