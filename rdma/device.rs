@@ -162,6 +162,13 @@ impl Device {
 /// Holds one reference on the device (`ib_device_try_get`), which `Drop` puts.
 pub(crate) struct DeviceRef(*mut bindings::ib_device);
 
+impl DeviceRef {
+    /// The raw pointer, for calls into the RDMA core (valid while the reference is held).
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.0
+    }
+}
+
 impl Drop for DeviceRef {
     fn drop(&mut self) {
         // SAFETY: the reference this value holds (type invariant).

@@ -2,7 +2,7 @@
 
 //! DMA-mapped buffers for SEND/RECV and RDMA READ/WRITE.
 
-use super::{bindings, Device};
+use super::{bindings, device::DeviceRef, Device};
 use kernel::{dma::DataDirection, prelude::*, sync::Arc};
 
 /// A kmalloc'd, DMA-mapped (bidirectional) buffer. Cloning shares it: posted work
@@ -25,11 +25,12 @@ struct Mapping {
     cpu: *mut u8,
     dma: u64,
     len: usize,
-    device: *mut bindings::ib_device,
+    /// The mapping's reference on its device, put once the buffer is unmapped.
+    device: DeviceRef,
 }
 
 // SAFETY: the raw pointers are a kernel allocation owned by the mapping and a device
-// handle; both may be used from any thread.
+// reference; both may be used from any thread.
 unsafe impl Send for Mapping {}
 // SAFETY: shared access goes through `copy_in`/`copy_out`, which copy through raw
 // pointers; concurrent device writes are the documented DMA contract.
@@ -67,10 +68,8 @@ impl DmaBuf {
         }
         // SAFETY: checked just above: `start + pad .. + len` lies inside `memory`.
         let cpu = unsafe { start.add(pad) };
-        // SAFETY: `device` is registered; the reference is the mapping's (put in `Drop`).
-        if !unsafe { bindings::rdma_rs_ib_device_try_get(device.as_raw()) } {
-            return Err(ENODEV);
-        }
+        // The mapping's reference on the device (put after it is unmapped, or on failure).
+        let device_ref = device.try_hold().ok_or(ENODEV)?;
         // SAFETY: `cpu` is `len` bytes of kmalloc memory, which the DMA API may map.
         let dma = unsafe {
             bindings::rdma_rs_ib_dma_map_single(
@@ -82,8 +81,7 @@ impl DmaBuf {
         };
         // SAFETY: `dma` was just returned by the map call on this device.
         if unsafe { bindings::rdma_rs_ib_dma_mapping_error(device.as_raw(), dma) } != 0 {
-            // SAFETY: the reference taken above; nothing is mapped.
-            unsafe { bindings::ib_device_put(device.as_raw()) };
+            // (nothing is mapped; `device_ref` is put)
             return Err(ENOMEM);
         }
         let mapping = Mapping {
@@ -91,7 +89,7 @@ impl DmaBuf {
             cpu,
             dma,
             len,
-            device: device.as_raw(),
+            device: device_ref,
         };
         // On failure the mapping is dropped: unmapped, and its reference put.
         Ok(Self(Arc::new(mapping, GFP_KERNEL)?))
@@ -255,7 +253,7 @@ impl DmaBuf {
         // SAFETY: the mapping is live (type invariant); the range lies inside it.
         unsafe {
             sync(
-                self.0.device,
+                self.0.device.as_raw(),
                 self.0.dma + offset as u64,
                 len,
                 DataDirection::Bidirectional.into(),
@@ -281,14 +279,13 @@ impl Drop for Mapping {
         // drain their QP before they drop it.
         unsafe {
             bindings::rdma_rs_ib_dma_unmap_single(
-                self.device,
+                self.device.as_raw(),
                 self.dma,
                 self.len,
                 DataDirection::Bidirectional.into(),
             )
         };
-        // SAFETY: the mapping's device reference (type invariant), no longer needed.
-        unsafe { bindings::ib_device_put(self.device) };
-        // `memory`, a field, is freed after this body: only once it is unmapped.
+        // `memory` and `device`, fields, are freed and put after this body: only once the
+        // buffer is unmapped.
     }
 }
