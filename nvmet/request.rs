@@ -43,6 +43,10 @@ pub(crate) struct Request {
     in_capsule: PageSgl<IN_CAPSULE_PAGES>,
     /// The buffer `in_capsule` points into, held until the next start.
     lent: Option<DmaBuf>,
+    /// The buffer the request's completion is written to ([`Request::set_response`]),
+    /// held as long as the request points into it (with its device, which a PCI
+    /// peer-to-peer client names).
+    response: Option<DmaBuf>,
 }
 
 /// Pages of in-capsule data a request takes at most (16 KiB).
@@ -57,6 +61,7 @@ impl Request {
             owned: false,
             in_capsule: PageSgl::new(),
             lent: None,
+            response: None,
         }
     }
 
@@ -79,30 +84,29 @@ impl Request {
     }
 
     /// Points the request at where the core writes its completion: the 16 bytes at
-    /// `offset` of `responses`; and, with `p2p_client`, lets the core place data in a
-    /// namespace's PCI peer-to-peer memory for that device. `EINVAL` past the end of the
-    /// buffer.
-    ///
-    /// # Safety
-    ///
-    /// `responses` stays allocated as long as the request (its completion is read and
-    /// written through [`Request::status`] and [`Request::set_status`], and by the core);
-    /// `p2p_client` is null or a device that outlives the request.
-    pub(crate) unsafe fn set_response(
-        &mut self,
-        responses: &DmaBuf,
-        offset: usize,
-        p2p_client: Option<*mut bindings::device>,
-    ) -> Result {
+    /// `offset` of `responses`, which the request holds from now on; and, with `p2p`, lets
+    /// the core place data in a namespace's PCI peer-to-peer memory for the buffer's RDMA
+    /// device, if that device can reach such memory. `EINVAL` past the end of the buffer,
+    /// `EBUSY` while the request is started.
+    pub(crate) fn set_response(&mut self, responses: &DmaBuf, offset: usize, p2p: bool) -> Result {
+        if self.owned {
+            return Err(EBUSY);
+        }
         if offset.checked_add(COMPLETION_SIZE).ok_or(EINVAL)? > responses.len() {
             return Err(EINVAL);
         }
         let cqe = responses.cpu_ptr(offset)?;
-        // (The core reads these fields only once the request is started; their validity is
-        // the function's safety section.)
+        let p2p_client = if p2p {
+            responses.device().p2p_dma_client()
+        } else {
+            None
+        };
+        // (The core reads these fields only once the request is started: both stay valid
+        // while the request holds the buffer, whose mapping holds the device.)
         let fields = self.fields_mut();
         fields.cqe = cqe.cast();
         fields.p2p_client = p2p_client.unwrap_or(core::ptr::null_mut());
+        self.response = Some(responses.clone());
         Ok(())
     }
 

@@ -42,9 +42,9 @@ use crate::rdma::{
     qp_handle::{QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
     slot::{Owner, Slot, Tag},
-    CmHandler, CmId, Cqe, DmaBuf,
+    CmHandler, CmId, Cqe, DmaBuf, QpCqeHandler,
 };
-use crate::recv::RecvSlots;
+use crate::recv::{CmdSlot, RecvSlots};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
     pin::Pin,
@@ -238,9 +238,10 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
 
 impl Io {
     /// Allocates and maps the buffers of a queue of depth `recv`/`send` (the host's
-    /// receive and send queue sizes) and prepares its slots; `sq_depth` is the send queue
-    /// depth the QP got, `integrity` whether it offloads T10-PI. Commands arrive in
-    /// `shared` (an SRQ's slots) if given, else in receive slots of the queue's own.
+    /// receive and send queue sizes) and its slots, whose work requests [`Io::prepare`]
+    /// makes once the queue holds it; `sq_depth` is the send queue depth the QP got,
+    /// `integrity` whether it offloads T10-PI. Commands arrive in `shared` (an SRQ's
+    /// slots) if given, else in receive slots of the queue's own.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new<H: CmHandler>(
         id: &CmId<H>,
@@ -272,11 +273,8 @@ impl Io {
         for index in 0..nr_rsps {
             rsps.push(new_rsp(index)?, GFP_KERNEL)?;
         }
-        // SAFETY: the queue keeps the id until its release has drained the QP and
-        // reclaimed the slots (`Queue`'s `WorkItem::run`), and the slots, whose completion
-        // entries the QP's requests carry, live as long as the queue (type invariant).
-        let qp = unsafe { id.qp_handle() }.ok_or(ENODEV)?;
-        let mut io = Self {
+        let qp = id.qp_handle().ok_or(ENODEV)?;
+        let io = Self {
             qp,
             recv: recv_slots,
             responses,
@@ -288,33 +286,53 @@ impl Io {
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
             waiters: AtomicU32::new(0),
         };
-        let p2p_client = device.p2p_dma_client();
-        let inline = io.inline_responses;
-        for (index, rsp) in io.rsps.iter_mut().enumerate() {
-            let offset = index * RESPONSE_SIZE;
-            let RspSlot {
-                send_cqe,
-                read_cqe,
-                write_cqe,
-                state,
-                ..
-            } = rsp;
-            let state = state.get_mut();
-            // SAFETY: the slots never move and live, with the response buffer, as long as
-            // the queue, which drains its QP before it drops them (type invariant); their
-            // requests are posted only on that QP, a `CmId<Queue>`'s (the entries are
-            // `Cqe::on_qp`); the device outlives the queue's verbs. (`p2p_client`, the device if it can reach
-            // PCI peer-to-peer memory, lets the nvmet core place keyed data in a
-            // namespace's P2P memory, `use_p2pmem`, as the C transport allows.)
-            unsafe {
-                let len = RESPONSE_SIZE as u32;
-                let send = SendWr::new(send_cqe, &io.responses, offset, len, lkey, inline)?;
-                state.send = Some(send);
-                state.rw.as_mut().set_completions(read_cqe, write_cqe);
-                state.req.set_response(&io.responses, offset, p2p_client)?;
-            }
-        }
         Ok(io)
+    }
+
+    /// Makes the work requests of the queue's slots, once the queue holds this `Io` where
+    /// `find` finds it: the response SENDs and the `rdma_rw` contexts on the QP of `id`,
+    /// the receives of its own receive slots; and points the requests at their responses.
+    /// (The completion entries live in the queue, the handler of `id`, so the QP's
+    /// completions always find them.)
+    pub(crate) fn prepare<Q>(
+        &self,
+        id: &CmId<Q>,
+        find: impl for<'a> Fn(&'a Q) -> Option<&'a Io>,
+    ) -> Result
+    where
+        Q: CmHandler,
+        RspSlot: QpCqeHandler<SEND, Connection = Q>
+            + QpCqeHandler<READ, Connection = Q>
+            + QpCqeHandler<WRITE, Connection = Q>,
+        CmdSlot: QpCqeHandler<Connection = Q>,
+    {
+        for (index, rsp) in self.rsps.iter().enumerate() {
+            let offset = index * RESPONSE_SIZE;
+            let mut state = rsp.state.claim().ok_or(EBUSY)?;
+            let len = RESPONSE_SIZE as u32;
+            let send = id.send_wr(
+                |queue| Some(&find(queue)?.rsps.get(index)?.send_cqe),
+                &self.responses,
+                offset,
+                len,
+                self.inline_responses,
+            )?;
+            state.send = Some(send);
+            let binding = id.rw_binding(|queue| {
+                let rsp = find(queue)?.rsps.get(index)?;
+                Some((&rsp.read_cqe, &rsp.write_cqe))
+            })?;
+            state.rw.as_mut().bind(binding)?;
+            // (with the device as a PCI peer-to-peer client: lets the nvmet core place
+            // keyed data in a namespace's P2P memory, `use_p2pmem`, as the C transport
+            // allows)
+            state.req.set_response(&self.responses, offset, true)?;
+        }
+        if !self.recv.is_shared() {
+            self.recv
+                .prepare_on_qp(id, |queue| find(queue).map(|io| &*io.recv))?;
+        }
+        Ok(())
     }
 
     /// Response slots of the queue.

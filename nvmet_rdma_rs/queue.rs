@@ -193,6 +193,7 @@ impl Queue {
             return Err(EBUSY);
         }
         let io = this.io.as_ref().ok_or(EINVAL)?;
+        io.prepare(id, |queue: &Queue| queue.io.as_ref())?;
         if !io.uses_srq() {
             for cmd in 0..data.recv_queue_size {
                 io.post_recv(cmd)?;

@@ -15,18 +15,21 @@
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, Range, RecvWr},
-    Cqe, Device, DmaBuf, Srq,
+    CmHandler, CmId, Cqe, Device, DmaBuf, QpCqeHandler, Srq,
 };
 use crate::wire::COMMAND_SIZE;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, SetOnce},
+};
 
 /// One receive slot.
 #[repr(C)]
 pub(crate) struct CmdSlot {
     cqe: Cqe<CmdSlot>,
-    /// The receive into the slot's capsule (and in-capsule data), once the slot is in
-    /// place (`RecvSlots::new`).
-    wr: Option<RecvWr>,
+    /// The receive into the slot's capsule (and in-capsule data), made once the slot is
+    /// in place ([`RecvSlots::prepare_on_qp`], [`RecvSlots::prepare_shared`]).
+    wr: SetOnce<RecvWr>,
     /// The slot's number in its [`RecvSlots`].
     pub(crate) index: u32,
 }
@@ -51,6 +54,8 @@ pub(crate) struct RecvSlots {
     inline_size: u32,
     /// (`kvmalloc`ed: an SRQ's are many pages.)
     cmds: KVVec<CmdSlot>,
+    /// The key the buffers are registered with.
+    lkey: u32,
 }
 
 impl RecvSlots {
@@ -80,30 +85,11 @@ impl RecvSlots {
             cmds.push(
                 CmdSlot {
                     cqe: Cqe::on_qp(),
-                    wr: None,
+                    wr: SetOnce::new(),
                     index,
                 },
                 GFP_KERNEL,
             )?;
-        }
-        for cmd in cmds.iter_mut() {
-            let index = cmd.index as usize;
-            let capsule = Range {
-                buf: &capsules,
-                offset: index * COMMAND_SIZE,
-                len: COMMAND_SIZE as u32,
-            };
-            let data = inline.get(index).map(|buf| Range {
-                buf,
-                offset: 0,
-                len: inline_size,
-            });
-            // SAFETY: the slots never move and live as long as the set, with the buffers
-            // (type invariant): a queue's own slots are posted on its QP, which the queue
-            // drains before it drops the set; shared slots on the SRQ, destroyed before the
-            // buffers are freed. Either way only queues' QPs (of `CmId<Queue>`s, as
-            // `Cqe::on_qp` asks) take the receives.
-            cmd.wr = Some(unsafe { RecvWr::new(&cmd.cqe, lkey, capsule, data)? });
         }
         Ok(Self {
             srq,
@@ -111,7 +97,66 @@ impl RecvSlots {
             inline,
             inline_size,
             cmds,
+            lkey,
         })
+    }
+
+    /// The ranges slot `index` receives into: its capsule, and its in-capsule data.
+    fn ranges(&self, index: usize) -> (Range<'_>, Option<Range<'_>>) {
+        let capsule = Range {
+            buf: &self.capsules,
+            offset: index * COMMAND_SIZE,
+            len: COMMAND_SIZE as u32,
+        };
+        let data = self.inline.get(index).map(|buf| Range {
+            buf,
+            offset: 0,
+            len: self.inline_size,
+        });
+        (capsule, data)
+    }
+
+    /// Makes the receives of a queue's own slots, on the QP of `id`, whose handler holds
+    /// the set where `find` finds it (so that the slots live as long as the QP's
+    /// completions can reach them).
+    pub(crate) fn prepare_on_qp<Q>(
+        &self,
+        id: &CmId<Q>,
+        find: impl for<'a> Fn(&'a Q) -> Option<&'a RecvSlots>,
+    ) -> Result
+    where
+        Q: CmHandler,
+        CmdSlot: QpCqeHandler<Connection = Q>,
+    {
+        for cmd in self.cmds.iter() {
+            let index = cmd.index as usize;
+            let (capsule, data) = self.ranges(index);
+            let wr = id.recv_wr(
+                |queue| find(queue)?.cmds.get(index).map(|cmd| &cmd.cqe),
+                capsule,
+                data,
+            )?;
+            if !cmd.wr.populate(wr) {
+                return Err(EBUSY);
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the receives of an SRQ's slots, on the set's SRQ.
+    pub(crate) fn prepare_shared(&self) -> Result {
+        let srq = self.srq.as_ref().ok_or(EINVAL)?;
+        for cmd in self.cmds.iter() {
+            let (capsule, data) = self.ranges(cmd.index as usize);
+            // SAFETY: the slots never move and live as long as the set, with the buffers
+            // (type invariant); the SRQ is destroyed before they are freed, and only
+            // queues' QPs (of `CmId<Queue>`s, as `Cqe::on_qp` asks) take from it.
+            let wr = unsafe { srq.recv_wr_unchecked(&cmd.cqe, self.lkey, capsule, data)? };
+            if !cmd.wr.populate(wr) {
+                return Err(EBUSY);
+            }
+        }
+        Ok(())
     }
 
     /// Slots in the set.

@@ -65,6 +65,7 @@ impl SrqSet {
                 inline_size,
                 Some(srq),
             )?;
+            slots.prepare_shared()?;
             for index in 0..slots.count() {
                 slots.post_shared(index)?;
             }

@@ -22,7 +22,10 @@ pub(crate) use verbs::QpCaps;
 use super::{addr::SocketAddr, bindings, Device};
 use core::{ffi::c_int, marker::PhantomData, ptr::NonNull};
 use event::cm_handler;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
 use verbs::Verbs;
 
 /// An owned RDMA CM id with handler `T`; see the module documentation.
@@ -77,6 +80,13 @@ impl<T: CmHandler> CmId<T> {
 
     fn raw(&self) -> *mut bindings::rdma_cm_id {
         self.id.as_ptr()
+    }
+
+    /// The id's handler, which the id keeps (its context) until it is destroyed.
+    pub(crate) fn handler(&self) -> ArcBorrow<'_, T> {
+        // SAFETY: the context is `Arc::into_raw` of the `Arc<T>` this id owns (type
+        // invariant), alive while `self` is borrowed.
+        unsafe { ArcBorrow::from_raw((*self.raw()).context.cast::<T>()) }
     }
 
     /// Binds to a local address (the wildcard address binds to all devices).
@@ -222,10 +232,11 @@ impl<T: CmHandler> Drop for CmId<T> {
         if let Some(verbs) = self.verbs.take() {
             // SAFETY: the QP exists (invariant); draining from this process context,
             // never a completion callback of its CQ, completes every posted request.
-            unsafe {
-                verbs.drain(self.raw());
-                bindings::rdma_destroy_qp(self.raw());
-            }
+            unsafe { verbs.drain(self.raw()) };
+            // Nothing reaches the QP through a handle from now on.
+            verbs.gate.retire();
+            // SAFETY: the QP exists, drained; its handles no longer reach it.
+            unsafe { bindings::rdma_destroy_qp(self.raw()) };
             let duplicates = verbs.records.duplicates();
             if duplicates != 0 {
                 pr_warn!(

@@ -167,6 +167,13 @@ impl DeviceRef {
     pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
         self.0
     }
+
+    /// The device, registered while the reference is held.
+    pub(crate) fn device(&self) -> &Device {
+        // SAFETY: the reference this value holds (type invariant) keeps the device's
+        // unregistration waiting while `self` is borrowed.
+        unsafe { Device::from_raw(self.0) }
+    }
 }
 
 impl Drop for DeviceRef {

@@ -216,6 +216,11 @@ impl DmaBuf {
         Ok(unsafe { self.0.cpu.add(offset) })
     }
 
+    /// The device the buffer is mapped for (registered while the buffer exists).
+    pub(crate) fn device(&self) -> &Device {
+        self.0.device.device()
+    }
+
     /// A scatter/gather entry for `len` bytes at `offset`, for a send posted with
     /// `IB_SEND_INLINE`: the driver copies the bytes from their CPU address when the send
     /// is posted (no DMA, no lkey). `EINVAL` past the end.

@@ -28,13 +28,13 @@
 
 use super::{
     bindings,
-    qp_handle::QpHandle,
-    rw::{Direction, Remote, RwCtx},
+    qp_handle::{QpGate, QpHandle},
+    rw::{Direction, Remote, RwBinding, RwCtx},
     sgl::BufSgl,
     DmaBuf, Mr, WorkCompletion,
 };
 use core::ptr::NonNull;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 mod records;
 
@@ -119,6 +119,8 @@ pub(crate) struct Qp<'a> {
     qp: NonNull<bindings::ib_qp>,
     port: u32,
     records: &'a QpRecords,
+    /// The gate of the QP's handles, for the `rdma_rw` contexts of its records.
+    gate: &'a Arc<QpGate>,
 }
 
 impl<'a> Qp<'a> {
@@ -128,13 +130,19 @@ impl<'a> Qp<'a> {
     ///
     /// `qp`, of port `port`, stays live while the `Qp` exists, and is drained (all its
     /// work requests completed) before it is destroyed; `records` is its own, freed only
-    /// once no completion of the QP runs any more.
-    pub(crate) unsafe fn from_raw(
+    /// once no completion of the QP runs any more; `gate` is the QP's.
+    pub(in crate::rdma) unsafe fn from_raw(
         qp: NonNull<bindings::ib_qp>,
         port: u32,
         records: &'a QpRecords,
+        gate: &'a Arc<QpGate>,
     ) -> Self {
-        Self { qp, port, records }
+        Self {
+            qp,
+            port,
+            records,
+            gate,
+        }
     }
 
     /// The QP's address (only compared).
@@ -274,12 +282,13 @@ impl Qp<'_> {
     {
         check_range(&local)?;
         let lists = BufSgl::new(local.buf, local.offset, local.len)?;
-        let ctx = KBox::pin_init(RwCtx::new(), GFP_KERNEL)?;
-        // SAFETY: the QP is live while this `Qp` exists and until its drain, which runs
-        // every completion first (invariant of `from_raw`); the context mapped through
-        // this handle is destroyed by its request's first completion, or, never
-        // completed, leaked with its record at the QP's end (`RwCtx`'s `Drop`).
-        let qp = unsafe { QpHandle::new(self.qp, self.port) };
+        let mut ctx = KBox::pin_init(RwCtx::new(), GFP_KERNEL)?;
+        // (The context is destroyed by its request's first completion, or, never
+        // completed, by the drain's `end_transfers`, before the QP goes.)
+        ctx.as_mut()
+            .bind(RwBinding::without_completions(QpHandle::new(
+                self.gate.clone(),
+            )))?;
         let remote = Remote {
             addr: remote.addr,
             rkey: remote.rkey,
@@ -293,7 +302,7 @@ impl Qp<'_> {
             let prepared = match rw {
                 Some(rw) => rw
                     .as_mut()
-                    .init(&qp, lists, remote, dir, None)
+                    .init(lists, remote, dir, None)
                     .map_err(|(e, _)| e)
                     .and_then(|_| rw.as_mut().wrs(cqe, core::ptr::null_mut(), cqe as usize)),
                 None => Err(EINVAL),

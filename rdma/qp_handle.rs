@@ -2,118 +2,242 @@
 
 //! A handle on a QP for work requests whose completion entries are embedded in their
 //! poster's own objects ([`super::Cqe`]) rather than in the layer's heap records (see
-//! `qp.rs`): the data path of a transport, whose slots live as long as their queue, and
-//! its `rdma_rw` contexts ([`super::rw::RwCtx`]). Sends and receives are prepared once
-//! ([`SendWr`], [`RecvWr`]) and posted again for each message.
+//! `qp.rs`): the data path of a transport, whose slots live as long as their connection,
+//! and its `rdma_rw` contexts ([`super::rw::RwCtx`]). Sends and receives are prepared once
+//! ([`SendWr`], [`RecvWr`], made by the [`super::CmId`] that owns the QP) and posted again
+//! for each message.
+//!
+//! A handle may outlive its QP: the id that owns the QP closes posting before it drains
+//! it, and retires the QP before it destroys it ([`QpGate`]). Posting through a handle
+//! after the drain fails with `ENOTCONN`, and nothing reaches a destroyed QP.
 
 use super::{bindings, cqe::Cqe, slot::Prepared, DmaBuf};
 use core::ptr::{self, NonNull};
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Acquire, Atomic, Full, Relaxed, Release},
+        Arc,
+    },
+};
 
-/// A QP on which the owner posts work requests with embedded completion entries; made by
-/// [`super::CmId::qp_handle`].
+/// The gate is open: requests may be posted.
+const OPEN: u32 = 0;
+/// The QP is drained or being drained: nothing is posted any more, but the QP exists
+/// (contexts mapped on it may still be destroyed).
+const CLOSED: u32 = 1;
+/// The QP is being destroyed, or is gone.
+const GONE: u32 = 2;
+
+/// What a QP's owner and its handles share: the QP, and the gate every use of it
+/// through a handle passes.
 ///
 /// # Invariants
 ///
-/// `qp` is a live QP of port `port`, and stays live while the handle or a clone of it is
-/// used (including by an `rdma_rw` context mapped through it, until the context is
-/// destroyed). (The promise of the caller of [`super::CmId::qp_handle`].)
-#[derive(Clone)]
-pub(crate) struct QpHandle {
+/// `qp` is a live QP of port `port` while `state` is below [`GONE`]. A use enters by
+/// counting itself in `users` (fully ordered) and then checking `state`; the owner moves
+/// `state` on (fully ordered) and then waits for `users` to reach 0, so that once it saw
+/// 0, every later use sees the new state: after [`QpGate::close`] nothing is posted, and
+/// after [`QpGate::retire`] nothing reaches the QP.
+pub(super) struct QpGate {
     qp: NonNull<bindings::ib_qp>,
     port: u32,
+    state: Atomic<u32>,
+    users: Atomic<u32>,
 }
 
-// SAFETY: a QP may be posted to from any CPU (the drivers lock their queues); the handle
-// holds nothing else.
-unsafe impl Send for QpHandle {}
+// SAFETY: a QP may be posted to and its `rdma_rw` contexts used from any CPU (the drivers
+// lock their queues); the gate's state is atomic.
+unsafe impl Send for QpGate {}
 // SAFETY: as above.
-unsafe impl Sync for QpHandle {}
+unsafe impl Sync for QpGate {}
 
-impl QpHandle {
-    /// Wraps `qp` of port `port`.
+impl QpGate {
+    /// The gate of `qp` of port `port`, open.
     ///
     /// # Safety
     ///
-    /// As the type's invariants say.
-    pub(super) unsafe fn new(qp: NonNull<bindings::ib_qp>, port: u32) -> Self {
-        // INVARIANT: the caller's promise.
-        Self { qp, port }
+    /// `qp` is live, and stays live until [`QpGate::retire`] returned.
+    pub(super) unsafe fn new(qp: NonNull<bindings::ib_qp>, port: u32) -> Result<Arc<Self>> {
+        // INVARIANT: open; the QP is live until `retire` (the caller's promise).
+        Ok(Arc::new(
+            Self {
+                qp,
+                port,
+                state: Atomic::new(OPEN),
+                users: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?)
     }
 
-    /// The QP, for the layer's calls into the RDMA core.
-    pub(super) fn as_raw(&self) -> *mut bindings::ib_qp {
-        self.qp.as_ptr()
+    /// Runs `f` on the QP if the gate's state is at most `upto`; `ENOTCONN` otherwise.
+    fn with_qp<R>(
+        &self,
+        upto: u32,
+        f: impl FnOnce(*mut bindings::ib_qp) -> Result<R>,
+    ) -> Result<R> {
+        self.users.fetch_add(1, Full);
+        let result = if self.state.load(Relaxed) <= upto {
+            f(self.qp.as_ptr())
+        } else {
+            Err(super::code::enotconn())
+        };
+        self.users.fetch_sub(1, Release);
+        result
+    }
+
+    /// Moves the state on to `state` (if it is not there yet) and waits for the uses
+    /// under way.
+    fn move_to(&self, state: u32) {
+        if self.state.load(Relaxed) < state {
+            self.state.xchg(state, Full);
+        }
+        while self.users.load(Acquire) != 0 {
+            kernel::time::delay::fsleep(kernel::time::Delta::from_micros(50));
+        }
+    }
+
+    /// Closes posting and waits for the posts under way: from now on, a post through a
+    /// handle fails with `ENOTCONN`, so the drain that follows completes every request
+    /// there is. Process context.
+    pub(super) fn close(&self) {
+        self.move_to(CLOSED);
+    }
+
+    /// Retires the QP before its owner destroys it: waits for the uses under way; from
+    /// now on, nothing reaches the QP through a handle. Process context.
+    pub(super) fn retire(&self) {
+        self.move_to(GONE);
+    }
+}
+
+/// A QP on which the owner posts work requests with embedded completion entries, and maps
+/// `rdma_rw` contexts; made by [`super::CmId::qp_handle`]. Cloning shares it.
+///
+/// # Invariants
+///
+/// `gate` is the gate of the QP of a [`super::CmId`], which closes it before draining the
+/// QP and retires it before destroying it.
+#[derive(Clone)]
+pub(crate) struct QpHandle {
+    gate: Arc<QpGate>,
+}
+
+impl QpHandle {
+    /// A handle through `gate`, which the QP's owner closes before its drain and retires
+    /// before destroying the QP.
+    pub(super) fn new(gate: Arc<QpGate>) -> Self {
+        // INVARIANT: the caller's promise.
+        Self { gate }
+    }
+
+    /// The QP's address, only compared (with completions and drains).
+    pub(super) fn address(&self) -> usize {
+        self.gate.qp.as_ptr() as usize
+    }
+
+    /// Whether `other` is a handle on the same QP.
+    pub(super) fn same_qp(&self, other: &QpHandle) -> bool {
+        Arc::ptr_eq(&self.gate, &other.gate)
     }
 
     /// The port the QP uses.
     pub(crate) fn port_num(&self) -> u32 {
-        self.port
+        self.gate.port
+    }
+
+    /// Runs `f` on the QP, which exists while it runs (before its owner retired it):
+    /// for the `rdma_rw` calls of contexts mapped on it; `ENOTCONN` once the QP is gone.
+    pub(super) fn with_qp<R>(
+        &self,
+        f: impl FnOnce(*mut bindings::ib_qp) -> Result<R>,
+    ) -> Result<R> {
+        self.gate.with_qp(CLOSED, f)
     }
 
     /// Posts the chain of send work requests that starts at `first`. On failure, whether
     /// the provider refused the chain's first request (nothing was posted): a provider may
     /// also fail after it queued part of the chain, or all of it (siw, when it cannot start
-    /// sending), and those requests complete later, if only when the QP is drained.
+    /// sending), and those requests complete later, if only when the QP is drained. After
+    /// the QP's drain began, nothing is posted (`ENOTCONN`).
     ///
     /// # Safety
     ///
     /// `first` and the requests it links to are valid for the call; the completion entry
     /// each carries, and the memory it points to, stay alive and in place until its
-    /// completion ran or the QP was drained.
+    /// completion ran or the QP was drained; an entry made with [`Cqe::on_qp`] is one
+    /// whose owner lives in this QP's CM handler.
     pub(super) unsafe fn post_send_raw(
         &self,
         first: *const bindings::ib_send_wr,
     ) -> Result<(), (Error, bool)> {
         let mut bad: *const bindings::ib_send_wr = ptr::null();
-        // SAFETY: the QP is live (type invariant); the provider copies the requests before
-        // it returns (the function's safety section), and may point `bad` at one of them.
-        let ret = unsafe { bindings::rdma_rs_ib_post_send(self.as_raw(), first, &mut bad) };
-        kernel::error::to_result(ret).map_err(|e| (e, ptr::eq(bad, first)))
+        let mut at_gate = true;
+        let posted = self.gate.with_qp(OPEN, |qp| {
+            at_gate = false;
+            // SAFETY: the QP is live while the gate lets the call through (`QpGate`'s
+            // invariant); the provider copies the requests before it returns (the
+            // function's safety section), and may point `bad` at one of them.
+            let ret = unsafe { bindings::rdma_rs_ib_post_send(qp, first, &mut bad) };
+            kernel::error::to_result(ret)
+        });
+        // (refused at the gate: nothing was posted)
+        posted.map_err(|e| (e, at_gate || ptr::eq(bad, first)))
     }
 
-    /// Posts the receive `wr`.
+    /// Posts the receive `wr`, which must have been made for this QP (`EINVAL`
+    /// otherwise); `ENOTCONN` once the QP's drain began.
     pub(crate) fn post_recv(&self, wr: &RecvWr) -> Result {
-        // SAFETY: the QP is live (type invariant); the provider copies `wr` before it
-        // returns; its completion entry and buffers outlive it (`RecvWr`'s invariant).
-        let ret =
-            unsafe { bindings::rdma_rs_ib_post_recv(self.as_raw(), wr.as_ptr(), ptr::null_mut()) };
-        kernel::error::to_result(ret)
+        match &wr.target {
+            RecvTarget::Qp(qp) if qp.same_qp(self) => (),
+            _ => return Err(EINVAL),
+        }
+        self.gate.with_qp(OPEN, |qp| {
+            // SAFETY: the QP is live while the gate lets the call through; the provider
+            // copies `wr` before it returns; its completion entry and buffers outlive it
+            // (`RecvWr`'s invariant).
+            let ret = unsafe { bindings::rdma_rs_ib_post_recv(qp, wr.as_ptr(), ptr::null_mut()) };
+            kernel::error::to_result(ret)
+        })
     }
 }
 
-/// A signaled SEND of one local buffer whose completion runs a [`Cqe`]'s handler; made once
-/// and posted again for each message.
+/// A signaled SEND of one local buffer whose completion runs a [`Cqe`]'s handler; made
+/// once by the CM id that owns the QP ([`super::CmId::send_wr`]) and posted again, on
+/// that QP, for each message.
 ///
 /// # Invariants
 ///
-/// The completion entry and the buffer the request names stay alive and in place while it
-/// is posted, until its completion ran or its QP was drained (the promise of
-/// [`SendWr::new`]'s caller).
+/// The completion entry the request names stays alive and in place while the request is
+/// posted on `qp`, until its completion ran or the QP was drained; `buf`, whose memory
+/// the request names (by DMA or CPU address), is kept.
 pub(crate) struct SendWr {
     wr: bindings::ib_send_wr,
     sge: bindings::ib_sge,
     /// The address of the request's completion entry (its `wr_cqe`), only compared.
     cqe: usize,
+    qp: QpHandle,
+    buf: DmaBuf,
 }
 
 // SAFETY: the pointers in the request are read only when it is posted, from whichever CPU
-// the owner posts it on.
+// the owner posts it on; the handle and the buffer may move between CPUs.
 unsafe impl Send for SendWr {}
 
 impl SendWr {
-    /// A SEND of `len` bytes at `offset` of `buf` (registered with `lkey`), whose
-    /// completion runs `T`'s handler `ID`. `inline`: the provider copies the bytes when the
-    /// SEND is posted (`IB_SEND_INLINE`; only for as many bytes as the QP takes inline).
-    /// `EINVAL` past the end of `buf`.
+    /// A SEND on `qp` of `len` bytes at `offset` of `buf` (registered with `lkey`),
+    /// whose completion runs `T`'s handler `ID`. `inline`: the provider copies the bytes
+    /// when the SEND is posted (`IB_SEND_INLINE`; only for as many bytes as the QP takes
+    /// inline). `EINVAL` past the end of `buf`.
     ///
     /// # Safety
     ///
-    /// The object that embeds `cqe`, and `buf`'s memory, stay alive and in place while the
-    /// request is posted, until its completion ran or its QP was drained: for every post
-    /// of the request, on whichever QP, for as long as it exists (posting is safe); an
-    /// entry made with [`Cqe::on_qp`] is posted only on QPs of its connection type.
-    pub(crate) unsafe fn new<T, const ID: u64>(
+    /// The object that embeds `cqe` stays alive and in place as long as `qp`'s QP can
+    /// complete requests (until it was drained), and, for an entry made with
+    /// [`Cqe::on_qp`], lives in the handler of the id that owns the QP.
+    pub(super) unsafe fn new<T, const ID: u64>(
+        qp: QpHandle,
         cqe: &Cqe<T, ID>,
         buf: &DmaBuf,
         offset: usize,
@@ -126,31 +250,31 @@ impl SendWr {
             flags |= bindings::ib_send_flags_IB_SEND_INLINE;
             buf.inline_sge(offset, len)?
         } else {
-            if offset.checked_add(len as usize).ok_or(EINVAL)? > buf.len() {
-                return Err(EINVAL);
-            }
-            bindings::ib_sge {
-                addr: buf.dma_addr(offset),
-                length: len,
-                lkey,
-            }
+            Range { buf, offset, len }.sge(lkey)?
         };
         let mut wr = bindings::ib_send_wr::default();
         wr.__bindgen_anon_1.wr_cqe = cqe.as_raw();
         wr.num_sge = 1;
         wr.opcode = bindings::ib_wr_opcode_IB_WR_SEND;
         wr.send_flags = flags;
-        // INVARIANT: the caller's promise.
+        // INVARIANT: the caller's promise; the buffer is kept.
         Ok(Self {
             wr,
             sge,
             cqe: cqe.as_raw() as usize,
+            qp,
+            buf: buf.clone(),
         })
     }
 
     /// The address of the request's completion entry, which its completion names.
     pub(super) fn completion_key(&self) -> usize {
         self.cqe
+    }
+
+    /// The QP the request is posted on.
+    pub(super) fn qp(&self) -> &QpHandle {
+        &self.qp
     }
 
     /// Sends with invalidate of the peer's `rkey` (`IB_WR_SEND_WITH_INV`), or a plain SEND.
@@ -171,11 +295,12 @@ impl SendWr {
         &mut self.wr
     }
 
-    /// The SEND alone, ready to post on `qp` ([`super::slot::Owner::post`]).
-    pub(crate) fn prepare(&mut self, qp: &QpHandle) -> Prepared<'_> {
+    /// The SEND alone, ready to post on its QP ([`super::slot::Owner::post`]).
+    pub(crate) fn prepare(&mut self) -> Prepared<'_> {
         let first = self.as_ptr();
-        // SAFETY: the request is valid and lives in what `self` borrows.
-        unsafe { Prepared::new(first, qp.clone()) }
+        // SAFETY: the request is valid, lives in what `self` borrows, and is for `qp`
+        // (its entry's owner lives as its invariant says).
+        unsafe { Prepared::new(first, &self.qp) }
     }
 }
 
@@ -204,6 +329,14 @@ impl Range<'_> {
     }
 }
 
+/// Where a [`RecvWr`] is posted.
+pub(super) enum RecvTarget {
+    /// On a QP, through its handle.
+    Qp(QpHandle),
+    /// On the SRQ at this address (only compared: the SRQ owns the request).
+    Srq(usize),
+}
+
 /// The request and entries of a [`RecvWr`], boxed so that the request's pointer to its
 /// entries stays valid wherever the `RecvWr` moves.
 struct RecvWrInner {
@@ -212,16 +345,21 @@ struct RecvWrInner {
 }
 
 /// A receive into one or two local buffer ranges whose completion runs a [`Cqe`]'s
-/// handler; made once and posted again for each message, on a QP ([`QpHandle::post_recv`])
-/// or an SRQ ([`super::Srq::post`]).
+/// handler; made once for one QP ([`super::CmId::recv_wr`]) or SRQ
+/// ([`super::Srq::recv_wr`]) and posted again there ([`QpHandle::post_recv`],
+/// [`super::Srq::post`]) for each message.
 ///
 /// # Invariants
 ///
 /// The boxed request's `sg_list` points at the box's own entries; the request is not
-/// changed after creation. The completion entry and the memory of the ranges stay alive and
-/// in place while the request is posted, until its completion ran or its QP or SRQ was
-/// drained or destroyed (the promise of [`RecvWr::new`]'s caller).
-pub(crate) struct RecvWr(KBox<RecvWrInner>);
+/// changed after creation. It is posted only on `target`; its completion entry stays
+/// alive and in place while it may complete there (until the QP was drained, or the SRQ
+/// destroyed); `bufs`, whose memory the entries name, are kept.
+pub(crate) struct RecvWr {
+    inner: KBox<RecvWrInner>,
+    pub(super) target: RecvTarget,
+    bufs: [Option<DmaBuf>; 2],
+}
 
 // SAFETY: the request is read-only after creation and only read when posted, from any CPU.
 unsafe impl Send for RecvWr {}
@@ -229,17 +367,18 @@ unsafe impl Send for RecvWr {}
 unsafe impl Sync for RecvWr {}
 
 impl RecvWr {
-    /// A receive into `first` and, if given, `second` (both registered with `lkey`), whose
-    /// completion runs `T`'s handler `ID`. `EINVAL` for a range past the end of its buffer.
+    /// A receive for `target` into `first` and, if given, `second` (both registered with
+    /// `lkey`), whose completion runs `T`'s handler `ID`. `EINVAL` for a range past the
+    /// end of its buffer.
     ///
     /// # Safety
     ///
-    /// The object that embeds `cqe`, and the ranges' memory, stay alive and in place while
-    /// the request is posted, until its completion ran or its QP or SRQ was drained or
-    /// destroyed: for every post of the request, on whichever QP or SRQ, for as long as it
-    /// exists (posting is safe); an entry made with [`Cqe::on_qp`] is posted only on QPs
-    /// of its connection type, or on an SRQ only they take from.
-    pub(crate) unsafe fn new<T, const ID: u64>(
+    /// The object that embeds `cqe` stays alive and in place as long as the request can
+    /// complete on `target` (until its QP was drained, or its SRQ destroyed), and, for an
+    /// entry made with [`Cqe::on_qp`], lives where the QPs that take the request find it:
+    /// in the handler of the id that owns the QP, or in the SRQ, which only such QPs use.
+    pub(super) unsafe fn new<T, const ID: u64>(
+        target: RecvTarget,
         cqe: &Cqe<T, ID>,
         lkey: u32,
         first: Range<'_>,
@@ -248,21 +387,28 @@ impl RecvWr {
         let mut sge = [bindings::ib_sge::default(); 2];
         sge[0] = first.sge(lkey)?;
         let mut num_sge = 1;
+        let mut bufs = [Some(first.buf.clone()), None];
         if let Some(second) = second {
             sge[1] = second.sge(lkey)?;
             num_sge = 2;
+            bufs[1] = Some(second.buf.clone());
         }
         let mut wr = bindings::ib_recv_wr::default();
         wr.__bindgen_anon_1.wr_cqe = cqe.as_raw();
         wr.num_sge = num_sge;
         let mut inner = KBox::new(RecvWrInner { wr, sge }, GFP_KERNEL)?;
         inner.wr.sg_list = inner.sge.as_mut_ptr();
-        // INVARIANT: `sg_list` points into the box; the rest is the caller's promise.
-        Ok(Self(inner))
+        // INVARIANT: `sg_list` points into the box; the buffers are kept; the rest is the
+        // caller's promise.
+        Ok(Self {
+            inner,
+            target,
+            bufs,
+        })
     }
 
     /// The request, for posting.
     pub(super) fn as_ptr(&self) -> *const bindings::ib_recv_wr {
-        &self.0.wr
+        &self.inner.wr
     }
 }

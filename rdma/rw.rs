@@ -78,39 +78,78 @@ pub(crate) struct Remote {
     pub(crate) rkey: u32,
 }
 
-/// What a mapped context was initialised on; its destroy takes the same.
+/// What a mapped context was initialised on; its destroy takes the same (and its QP).
 struct Mapping<S> {
     lists: S,
-    qp: QpHandle,
     dir: Direction,
     signature: bool,
 }
 
-/// The completion entries of the transfers a context posts alone, by direction.
-struct Completions {
-    from_remote: *mut bindings::ib_cqe,
-    to_remote: *mut bindings::ib_cqe,
+/// The QP a context maps its transfers for, and the completion entries of the transfers
+/// it posts alone there, by direction; made by the CM id that owns the QP
+/// ([`super::CmId::rw_binding`]).
+///
+/// # Invariants
+///
+/// The owners of the entries (if any) stay alive and in place as long as the QP can
+/// complete requests (until it was drained), and, for entries made with [`Cqe::on_qp`],
+/// live in the handler of the id that owns the QP.
+pub(crate) struct RwBinding {
+    qp: QpHandle,
+    completions: Option<(*mut bindings::ib_cqe, *mut bindings::ib_cqe)>,
+}
+
+impl RwBinding {
+    /// A binding to `qp` whose transfers posted alone complete on `from_remote` (READs)
+    /// and `to_remote` (WRITEs).
+    ///
+    /// # Safety
+    ///
+    /// The objects that embed both entries stay alive and in place as long as `qp`'s QP
+    /// can complete requests (until it was drained), and, for entries made with
+    /// [`Cqe::on_qp`], live in the handler of the id that owns the QP.
+    pub(super) unsafe fn new<T, const R: u64, U, const W: u64>(
+        qp: QpHandle,
+        from_remote: &Cqe<T, R>,
+        to_remote: &Cqe<U, W>,
+    ) -> Self {
+        // INVARIANT: the caller's promise.
+        Self {
+            qp,
+            completions: Some((from_remote.as_raw(), to_remote.as_raw())),
+        }
+    }
+
+    /// A binding to `qp` for a context that only posts through [`RwCtx::wrs`], with the
+    /// caller's entries (the layer's records).
+    pub(super) fn without_completions(qp: QpHandle) -> Self {
+        // INVARIANT: no entries.
+        Self {
+            qp,
+            completions: None,
+        }
+    }
 }
 
 /// An `rdma_rw_ctx`: one transfer between local scatterlists and a remote buffer.
 ///
 /// Pinned: a context of one SGE points into itself once initialised. Made once per slot
-/// with [`RwCtx::new`], given its completion entries once ([`RwCtx::set_completions`]),
+/// with [`RwCtx::new`], bound to its QP and completion entries once ([`RwCtx::bind`]),
 /// and used for one transfer after another.
 ///
 /// # Invariants
 ///
 /// - `mapping` is `Some` exactly while `ctx` is initialised: by `rdma_rw_ctx_init` on
 ///   `mapping.lists.data()`, or by `rdma_rw_ctx_signature_init` on both of its lists when
-///   `mapping.signature`, for `mapping.qp` and `mapping.dir`. It then owes the matching
-///   destroy, with the same arguments (see [`RwCtx::destroy`]).
+///   `mapping.signature`, for the QP of `binding` and `mapping.dir`. It then owes the
+///   matching destroy, with the same arguments (see [`RwCtx::destroy`]); `binding` does
+///   not change while it is mapped.
 /// - `posted` is true once the mapped transfer's work requests were posted: they are
 ///   posted at most once per mapping. `ends_with` is then the completion entry (address)
 ///   of the last request of that post: the transfer's own last one, or the SEND it was
 ///   chained before; its completion shows the transfer done.
-/// - `completions` names entries whose owners stay alive and in place while the context
-///   is used, until the completions of its posts ran or their QP was drained (the promise
-///   of [`RwCtx::set_completions`]'s caller).
+/// - Its requests are posted only on the QP of `binding` (whose invariant keeps the
+///   entries it names).
 #[pin_data(PinnedDrop)]
 pub(crate) struct RwCtx<S: SgLists> {
     #[pin]
@@ -118,7 +157,7 @@ pub(crate) struct RwCtx<S: SgLists> {
     mapping: Option<Mapping<S>>,
     posted: bool,
     ends_with: usize,
-    completions: Option<Completions>,
+    binding: Option<RwBinding>,
 }
 
 /// What shows that a mapped transfer's work requests are done, for [`RwCtx::destroy`].
@@ -167,30 +206,21 @@ impl<S: SgLists> RwCtx<S> {
             mapping: None,
             posted: false,
             ends_with: 0,
-            completions: None,
+            binding: None,
         })
     }
 
-    /// Names the completion entries of the transfers [`RwCtx::post`] posts alone: an RDMA
-    /// READ's completion runs `T`'s handler `R`, RDMA WRITEs' `U`'s handler `W`.
-    ///
-    /// # Safety
-    ///
-    /// The objects that embed both entries stay alive and in place while the context is
-    /// used, until the completions of its posts ran or their QP was drained; entries made
-    /// with [`Cqe::on_qp`] are posted only on QPs of their connection type.
-    pub(crate) unsafe fn set_completions<T, const R: u64, U, const W: u64>(
-        self: Pin<&mut Self>,
-        from_remote: &Cqe<T, R>,
-        to_remote: &Cqe<U, W>,
-    ) {
-        // SAFETY: `completions` is not structurally pinned.
+    /// Binds the context to a QP and the completion entries of the transfers it posts
+    /// alone there ([`RwCtx::prepare`]). `EBUSY` while a transfer is mapped.
+    pub(crate) fn bind(self: Pin<&mut Self>, binding: RwBinding) -> Result {
+        // SAFETY: `binding` is not structurally pinned; `ctx` is not moved.
         let this = unsafe { self.get_unchecked_mut() };
-        // INVARIANT: the caller's promise.
-        this.completions = Some(Completions {
-            from_remote: from_remote.as_raw(),
-            to_remote: to_remote.as_raw(),
-        });
+        if this.mapping.is_some() {
+            return Err(EBUSY);
+        }
+        // INVARIANT: nothing is mapped.
+        this.binding = Some(binding);
+        Ok(())
     }
 
     /// Whether lists are mapped (the context owes a [`RwCtx::destroy`]).
@@ -205,14 +235,14 @@ impl<S: SgLists> RwCtx<S> {
             .is_some_and(|mapping| mapping.signature)
     }
 
-    /// Maps `lists` on `qp` for a transfer `dir` with `remote`; with `sig_attrs`, as a
-    /// signature transfer whose PI the HCA checks or generates. Returns the number of work
-    /// requests the transfer posts (the send queue space it needs besides any SEND it is
-    /// chained before). On failure, or if lists are mapped already (`EBUSY`), `lists` come
-    /// back with the error.
+    /// Maps `lists` on the bound QP for a transfer `dir` with `remote`; with `sig_attrs`,
+    /// as a signature transfer whose PI the HCA checks or generates. Returns the number of
+    /// work requests the transfer posts (the send queue space it needs besides any SEND it
+    /// is chained before). On failure, if lists are mapped already (`EBUSY`), if the
+    /// context is not bound (`EINVAL`) or its QP is gone (`ENOTCONN`), `lists` come back
+    /// with the error.
     pub(crate) fn init(
         self: Pin<&mut Self>,
-        qp: &QpHandle,
         lists: S,
         remote: Remote,
         dir: Direction,
@@ -223,19 +253,25 @@ impl<S: SgLists> RwCtx<S> {
         if this.mapping.is_some() {
             return Err((EBUSY, lists));
         }
+        let Some(binding) = &this.binding else {
+            return Err((EINVAL, lists));
+        };
         let (sg, sg_cnt) = lists.data();
         let signature = sig_attrs.is_some();
+        let port = binding.qp.port_num();
+        let ctx = this.ctx.get();
         // SAFETY: the context is pinned and not initialised (`mapping` is `None`: type
-        // invariant); the QP is live (`QpHandle`); the lists are valid while `lists` lives
-        // (`SgLists`), which the mapping keeps until the context is destroyed.
-        let ret = unsafe {
-            match sig_attrs {
+        // invariant); the QP is live while the handle lets the call through; the lists are
+        // valid while `lists` lives (`SgLists`), which the mapping keeps until the context
+        // is destroyed.
+        let ret = binding.qp.with_qp(|qp| unsafe {
+            Ok(match sig_attrs {
                 Some(attrs) => {
                     let (prot_sg, prot_cnt) = lists.metadata();
                     bindings::rdma_rw_ctx_signature_init(
-                        this.ctx.get(),
-                        qp.as_raw(),
-                        qp.port_num(),
+                        ctx,
+                        qp,
+                        port,
                         sg,
                         sg_cnt,
                         prot_sg,
@@ -247,9 +283,9 @@ impl<S: SgLists> RwCtx<S> {
                     )
                 }
                 None => bindings::rdma_rw_ctx_init(
-                    this.ctx.get(),
-                    qp.as_raw(),
-                    qp.port_num(),
+                    ctx,
+                    qp,
+                    port,
                     sg,
                     sg_cnt,
                     0,
@@ -257,16 +293,17 @@ impl<S: SgLists> RwCtx<S> {
                     remote.rkey,
                     dir.dma().into(),
                 ),
-            }
+            })
+        });
+        let ret = match ret {
+            Ok(ret) if ret >= 0 => ret,
+            Ok(ret) => return Err((Error::from_errno(ret), lists)),
+            Err(e) => return Err((e, lists)),
         };
-        if ret < 0 {
-            return Err((Error::from_errno(ret), lists));
-        }
-        // INVARIANT: the context was initialised on `lists` for `qp` and `dir`, and is not
-        // posted yet.
+        // INVARIANT: the context was initialised on `lists` for the bound QP and `dir`,
+        // and is not posted yet.
         this.mapping = Some(Mapping {
             lists,
-            qp: qp.clone(),
             dir,
             signature,
         });
@@ -274,14 +311,15 @@ impl<S: SgLists> RwCtx<S> {
         Ok(ret as u32)
     }
 
-    /// The completion entry [`RwCtx::set_completions`] named for the mapped transfer's
-    /// direction. `EINVAL` if nothing is mapped or no entries were named.
+    /// The completion entry the binding names for the mapped transfer's direction.
+    /// `EINVAL` if nothing is mapped or no entries were named.
     fn completion(&self) -> Result<*mut bindings::ib_cqe> {
         let mapping = self.mapping.as_ref().ok_or(EINVAL)?;
-        let completions = self.completions.as_ref().ok_or(EINVAL)?;
+        let binding = self.binding.as_ref().ok_or(EINVAL)?;
+        let (from_remote, to_remote) = binding.completions.ok_or(EINVAL)?;
         Ok(match mapping.dir {
-            Direction::FromRemote => completions.from_remote,
-            Direction::ToRemote => completions.to_remote,
+            Direction::FromRemote => from_remote,
+            Direction::ToRemote => to_remote,
         })
     }
 
@@ -289,26 +327,32 @@ impl<S: SgLists> RwCtx<S> {
     /// the last one carrying `cqe` (null: unsignaled); marks the transfer posted. `EINVAL`
     /// if nothing is mapped, `EBUSY` if the transfer was posted already.
     ///
-    /// The caller posts them at once (an `unsafe` post, whose caller promises that `cqe`'s
-    /// owner outlives the requests, until their completion ran or their QP was drained).
+    /// The caller posts them at once, on the QP it returns (an `unsafe` post, whose caller
+    /// promises that `cqe`'s owner outlives the requests, until their completion ran or
+    /// their QP was drained). `ENOTCONN` once the QP is gone.
     pub(super) fn wrs(
         self: Pin<&mut Self>,
         cqe: *mut bindings::ib_cqe,
         chain: *mut bindings::ib_send_wr,
         ends_with: usize,
-    ) -> Result<(*mut bindings::ib_send_wr, QpHandle, &mut bool)> {
+    ) -> Result<(*mut bindings::ib_send_wr, &QpHandle, &mut bool)> {
         // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
         let this = unsafe { self.get_unchecked_mut() };
-        let mapping = this.mapping.as_ref().ok_or(EINVAL)?;
+        if this.mapping.is_none() {
+            return Err(EINVAL);
+        }
+        let qp = &this.binding.as_ref().ok_or(EINVAL)?.qp;
         if this.posted {
             return Err(EBUSY);
         }
-        let qp = mapping.qp.clone();
-        // SAFETY: the context is initialised for `qp` (type invariant) and pinned; it
-        // links its own work requests and `chain`, which the caller posts at once.
-        let first = unsafe {
-            bindings::rdma_rw_ctx_wrs(this.ctx.get(), qp.as_raw(), qp.port_num(), cqe, chain)
-        };
+        let ctx = this.ctx.get();
+        let port = qp.port_num();
+        let first = qp.with_qp(|raw| {
+            // SAFETY: the context is initialised for the bound QP (type invariant) and
+            // pinned; the QP is live while the handle lets the call through; it links the
+            // context's own work requests and `chain`, which the caller posts at once.
+            Ok(unsafe { bindings::rdma_rw_ctx_wrs(ctx, raw, port, cqe, chain) })
+        })?;
         // INVARIANT: the caller posts them now (`Prepared`). (A failed post may have posted
         // part of the chain: the context is not posted again, and is destroyed once its QP
         // is drained.)
@@ -318,8 +362,7 @@ impl<S: SgLists> RwCtx<S> {
     }
 
     /// The mapped transfer alone, ready to post ([`super::slot::Owner::post`]); its
-    /// completion runs the handler of the entry [`RwCtx::set_completions`] named for its
-    /// direction. `EINVAL` if nothing is mapped or no entries were named, `EBUSY` if the
+    /// completion runs the handler of the entry the binding names for its direction. `EINVAL` if nothing is mapped or no entries were named, `EBUSY` if the
     /// transfer was posted already.
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
         let cqe = self.completion()?;
@@ -332,11 +375,15 @@ impl<S: SgLists> RwCtx<S> {
 
     /// The mapped transfer, unsignaled, followed by `send` in one chain, ready to post:
     /// the SEND's completion also tells that the transfer is done. `EINVAL` if nothing is
-    /// mapped, `EBUSY` if the transfer was posted already.
+    /// mapped or `send` is for another QP, `EBUSY` if the transfer was posted already.
     pub(crate) fn prepare_before<'a>(
         self: Pin<&'a mut Self>,
         send: &'a mut SendWr,
     ) -> Result<Prepared<'a>> {
+        let bound = self.binding.as_ref().ok_or(EINVAL)?;
+        if !bound.qp.same_qp(send.qp()) {
+            return Err(EINVAL);
+        }
         let ends_with = send.completion_key();
         let (first, qp, posted) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
         // SAFETY: `first` heads the context's work requests and then `send`, all in what
@@ -380,10 +427,14 @@ impl<S: SgLists> RwCtx<S> {
     /// mapped, if it was posted and `end` does not show that: not its completion, not a
     /// drain of its QP.
     pub(crate) fn destroy(self: Pin<&mut Self>, end: TransferEnd<'_>) -> Result<Option<S>> {
-        let Some(mapping) = &self.mapping else {
+        if self.mapping.is_none() {
             return Ok(None);
-        };
-        let qp = mapping.qp.as_raw() as usize;
+        }
+        // (bound while mapped: type invariant)
+        let qp = self
+            .binding
+            .as_ref()
+            .map_or(0, |binding| binding.qp.address());
         let done = !self.posted
             || match end {
                 TransferEnd::NotPosted => false,
@@ -403,23 +454,32 @@ impl<S: SgLists> RwCtx<S> {
     ///
     /// If the transfer was posted, its work requests are done: their completion (or that
     /// of the SEND they were chained before) ran, or their QP was drained.
+    ///
+    /// A context whose QP is gone already cannot be destroyed: its lists are leaked (not
+    /// freed while the device may reach them), and this returns `None`.
     pub(super) unsafe fn destroy_unchecked(self: Pin<&mut Self>) -> Option<S> {
         // SAFETY: `mapping` and `posted` are not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
         let mapping = this.mapping.take()?;
         this.posted = false;
         let (sg, sg_cnt) = mapping.lists.data();
-        let qp = &mapping.qp;
+        let ctx = this.ctx.get();
+        let Some(binding) = &this.binding else {
+            // (not reached: bound while mapped, type invariant)
+            core::mem::forget(mapping.lists);
+            return None;
+        };
+        let port = binding.qp.port_num();
         // SAFETY: the context was initialised with exactly these arguments (type
         // invariant) and its work requests are done (function's safety section); the QP is
-        // live (`QpHandle`).
-        unsafe {
+        // live while the handle lets the call through.
+        let destroyed = binding.qp.with_qp(|qp| unsafe {
             if mapping.signature {
                 let (prot_sg, prot_cnt) = mapping.lists.metadata();
                 bindings::rdma_rw_ctx_destroy_signature(
-                    this.ctx.get(),
-                    qp.as_raw(),
-                    qp.port_num(),
+                    ctx,
+                    qp,
+                    port,
                     sg,
                     sg_cnt,
                     prot_sg,
@@ -427,15 +487,14 @@ impl<S: SgLists> RwCtx<S> {
                     mapping.dir.dma().into(),
                 );
             } else {
-                bindings::rdma_rw_ctx_destroy(
-                    this.ctx.get(),
-                    qp.as_raw(),
-                    qp.port_num(),
-                    sg,
-                    sg_cnt,
-                    mapping.dir.dma().into(),
-                );
+                bindings::rdma_rw_ctx_destroy(ctx, qp, port, sg, sg_cnt, mapping.dir.dma().into());
             }
+            Ok(())
+        });
+        if destroyed.is_err() {
+            pr_warn!("an rdma_rw context outlived its QP; leaking its lists\n");
+            core::mem::forget(mapping.lists);
+            return None;
         }
         // INVARIANT: destroyed; `mapping` is `None`.
         Some(mapping.lists)

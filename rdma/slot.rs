@@ -17,7 +17,7 @@
 //! let mut owner = slot.claim().ok_or(EBUSY)?; // off the free list
 //! owner.len = 16;
 //! // The SEND's completion resumes it; on failure the owner comes back.
-//! owner.post(SEND_DONE, |state| Ok(state.send.prepare(&qp))).map_err(|(e, _)| e)?;
+//! owner.post(SEND_DONE, |state| Ok(state.send.prepare())).map_err(|(e, _)| e)?;
 //! // ... in the SEND's completion handler:
 //! let Some(owner) = slot.resume(SEND_DONE) else {
 //!     return; // a completion the slot does not wait for: ignored
@@ -298,7 +298,7 @@ impl<T> Drop for Owner<'_, T> {
 /// owned by) what `'a` borrows.
 pub(crate) struct Prepared<'a> {
     first: *const bindings::ib_send_wr,
-    qp: QpHandle,
+    qp: &'a QpHandle,
     /// The flag of the `rdma_rw` context whose requests head the chain, which says they
     /// were posted: cleared again if the provider refuses the chain's first request.
     posted: Option<&'a mut bool>,
@@ -311,7 +311,7 @@ impl<'a> Prepared<'a> {
     /// # Safety
     ///
     /// As the type's invariants say.
-    pub(super) unsafe fn new(first: *const bindings::ib_send_wr, qp: QpHandle) -> Self {
+    pub(super) unsafe fn new(first: *const bindings::ib_send_wr, qp: &'a QpHandle) -> Self {
         // INVARIANT: the caller's promise.
         Self {
             first,

@@ -3,7 +3,12 @@
 //! Shared receive queues (`struct ib_srq`): one pool of posted receives that several QPs
 //! of a protection domain consume from.
 
-use super::{bindings, qp_handle::RecvWr, Pd};
+use super::{
+    bindings,
+    cqe::Cqe,
+    qp_handle::{Range, RecvTarget, RecvWr},
+    Pd,
+};
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc};
 
@@ -58,8 +63,33 @@ impl Srq {
         self.max_wr
     }
 
-    /// Posts the receive `wr`.
+    /// A receive on the SRQ into `first` and, if given, `second` (registered with `lkey`),
+    /// whose completion runs `T`'s handler `ID`; posted with [`Srq::post`].
+    ///
+    /// # Safety
+    ///
+    /// The object that embeds `cqe` stays alive and in place until the SRQ is destroyed;
+    /// for an entry made with [`Cqe::on_qp`], only QPs of `CmId<T::Connection>`s take
+    /// from the SRQ.
+    pub(crate) unsafe fn recv_wr_unchecked<T, const ID: u64>(
+        &self,
+        cqe: &Cqe<T, ID>,
+        lkey: u32,
+        first: Range<'_>,
+        second: Option<Range<'_>>,
+    ) -> Result<RecvWr> {
+        let target = RecvTarget::Srq(self.as_raw() as usize);
+        // SAFETY: the caller's promise.
+        unsafe { RecvWr::new(target, cqe, lkey, first, second) }
+    }
+
+    /// Posts the receive `wr`, which must have been made for this SRQ (`EINVAL`
+    /// otherwise).
     pub(crate) fn post(&self, wr: &RecvWr) -> Result {
+        match wr.target {
+            RecvTarget::Srq(srq) if srq == self.as_raw() as usize => (),
+            _ => return Err(EINVAL),
+        }
         // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it returns;
         // its completion entry and buffers outlive it (`RecvWr`'s invariant).
         let ret = unsafe {

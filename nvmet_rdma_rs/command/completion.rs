@@ -13,7 +13,6 @@ use super::{
 };
 use crate::nvmet::Request;
 use crate::rdma::{
-    qp_handle::QpHandle,
     rw::TransferEnd,
     slot::{Prepared, Tag},
     WorkCompletion,
@@ -117,10 +116,10 @@ pub(crate) fn read_done(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot, wc
     }
 }
 
-/// The response SEND of a slot's state, ready to post on `qp`.
-fn prepared_send<'a>(state: &'a mut RspState, qp: &QpHandle) -> Result<Prepared<'a>> {
+/// The response SEND of a slot's state, ready to post on the queue's QP.
+fn prepared_send(state: &mut RspState) -> Result<Prepared<'_>> {
     // (every slot's SEND is prepared with the queue)
-    Ok(state.send.as_mut().ok_or(EINVAL)?.prepare(qp))
+    Ok(state.send.as_mut().ok_or(EINVAL)?.prepare())
 }
 
 /// The RDMA WRITEs of a command's data with T10-PI, posted by [`queue_response`],
@@ -150,7 +149,7 @@ pub(crate) fn write_done(
         io.response_to_device(rsp.index);
     }
     // (the SEND was prepared by `queue_response`)
-    if let Err((_, owner)) = owner.post(AWAIT_SEND, |state| prepared_send(state, &io.qp)) {
+    if let Err((_, owner)) = owner.post(AWAIT_SEND, prepared_send) {
         pr_err!("cannot post a response; ending the queue\n");
         // (a SEND the provider queued although the post failed completes, flushed, through
         // `send_done`, which releases the slot)
@@ -211,9 +210,8 @@ pub(crate) fn queue_response(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlo
         queue.close(c"receive post failure");
     }
     io.response_to_device(rsp.index);
-    let qp = &io.qp;
     let posted = if !with_data {
-        owner.post(AWAIT_SEND, |state| prepared_send(state, qp))
+        owner.post(AWAIT_SEND, prepared_send)
     } else if owner.rw.is_signature() {
         // With PI the SEND waits for the WRITEs' completion (`write_done`), which tells
         // whether the PI was intact.

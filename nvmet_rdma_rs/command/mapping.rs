@@ -109,7 +109,7 @@ impl Io {
         match state
             .rw
             .as_mut()
-            .init(&self.qp, data, remote, dir, sig_attrs.as_mut())
+            .init(data, remote, dir, sig_attrs.as_mut())
         {
             Ok(wrs) => state.n_rdma = wrs,
             Err((_, data)) => {

@@ -6,9 +6,10 @@
 use super::{to_result, CmHandler, CmId};
 use crate::rdma::{
     bindings,
+    cqe::{Cqe, HasCqe, QpCqeHandler},
     qp::{Local, Qp, QpRecords},
-    qp_handle::QpHandle,
-    rw::Drained,
+    qp_handle::{QpGate, QpHandle, Range, RecvTarget, RecvWr, SendWr},
+    rw::{Drained, RwBinding},
     Cq, DmaBuf, Pd, Srq,
 };
 use core::{
@@ -82,6 +83,9 @@ pub(super) struct Verbs {
     /// The QP's posting gate and records of failed requests, kept until the CQ is gone
     /// (declared after it); boxed so that it does not move while records point to it.
     pub(super) records: Pin<KBox<QpRecords>>,
+    /// The gate the QP's handles ([`QpHandle`]) pass: closed with the records' before the
+    /// drain, retired before the QP is destroyed.
+    pub(super) gate: Arc<QpGate>,
 }
 
 impl Verbs {
@@ -95,6 +99,7 @@ impl Verbs {
         if !self.drained.swap(true, Ordering::AcqRel) {
             // Nothing may be posted behind the drain's marker: it would never complete.
             self.records.close();
+            self.gate.close();
             // SAFETY: see the function's safety section; drained, the QP still exists.
             unsafe {
                 bindings::ib_drain_qp((*id).qp);
@@ -228,6 +233,22 @@ impl<T: CmHandler> CmId<T> {
                 crate::MODULE_NAME.as_char_ptr(),
             )
         };
+        // SAFETY: `rdma_create_qp` succeeded, so the id's QP is live; `Drop` retires the
+        // gate before it destroys the QP.
+        let gate = unsafe {
+            QpGate::new(
+                NonNull::new((*self.raw()).qp).ok_or(EINVAL)?,
+                self.port_num(),
+            )
+        };
+        let gate = match gate {
+            Ok(gate) => gate,
+            Err(e) => {
+                // SAFETY: the QP was just created on this id and nothing was posted on it.
+                unsafe { bindings::rdma_destroy_qp(self.raw()) };
+                return Err(e);
+            }
+        };
         self.verbs = Some(Verbs {
             cq,
             pd,
@@ -235,6 +256,7 @@ impl<T: CmHandler> CmId<T> {
             drained: AtomicBool::new(false),
             inline_data: attr.cap.max_inline_data,
             records,
+            gate,
         });
         Ok(attr.cap.max_send_wr)
     }
@@ -257,16 +279,93 @@ impl<T: CmHandler> CmId<T> {
     }
 
     /// A handle on the QP for work requests with embedded completion entries and for
-    /// `rdma_rw` contexts; `None` before [`CmId::create_qp`].
+    /// `rdma_rw` contexts; `None` before [`CmId::create_qp`]. It may outlive the QP:
+    /// posting through it fails once the QP's drain began.
+    pub(crate) fn qp_handle(&self) -> Option<QpHandle> {
+        let verbs = self.verbs.as_ref()?;
+        // (The id closes the gate before it drains the QP and retires it before it
+        // destroys the QP: `Verbs::drain`, `Drop`.)
+        Some(QpHandle::new(verbs.gate.clone()))
+    }
+
+    /// A SEND on the QP of `len` bytes at `offset` of `buf` (registered with the PD's
+    /// local DMA lkey), whose completion runs the handler of the entry `place` finds in
+    /// this id's handler (`ENOENT` if it finds none). `inline`: the provider copies the
+    /// bytes when the SEND is posted (only for as many bytes as the QP takes inline:
+    /// [`CmId::max_inline_data`]). `ENOTCONN` before the QP exists, `EINVAL` past the end
+    /// of `buf`.
     ///
-    /// # Safety
-    ///
-    /// The caller uses the handle, its clones and the contexts mapped through them only
-    /// while this id's QP lives (until the id is dropped).
-    pub(crate) unsafe fn qp_handle(&self) -> Option<QpHandle> {
-        let (_, qp) = self.raw_qp()?;
-        // SAFETY: the QP lives until `Drop` destroys it; the rest is the caller's promise.
-        Some(unsafe { QpHandle::new(qp, self.port_num()) })
+    /// The entry lives in the handler, which this id keeps until its QP is drained and
+    /// destroyed, so the request may be posted as long as the QP takes requests.
+    pub(crate) fn send_wr<S, const ID: u64>(
+        &self,
+        place: impl for<'a> FnOnce(&'a T) -> Option<&'a Cqe<S, ID>>,
+        buf: &DmaBuf,
+        offset: usize,
+        len: u32,
+        inline: bool,
+    ) -> Result<SendWr>
+    where
+        S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
+    {
+        let (qp, lkey) = self.posting_on()?;
+        let handler = self.handler();
+        let cqe = place(&handler).ok_or(ENOENT)?;
+        // SAFETY: the entry lives, in place, in this id's handler (`place` borrows it from
+        // there for any lifetime, so it lives as long as the handler), which the id keeps
+        // until its QP was drained and destroyed (`Drop`); its owner's completions find
+        // that handler (`S::Connection` is `T`).
+        unsafe { SendWr::new(qp, cqe, buf, offset, len, lkey, inline) }
+    }
+
+    /// A receive on the QP into `first` and, if given, `second` (registered with the PD's
+    /// local DMA lkey), whose completion runs the handler of the entry `place` finds in
+    /// this id's handler (`ENOENT` if it finds none); posted with [`QpHandle::post_recv`].
+    /// `ENOTCONN` before the QP exists, `EINVAL` for a range past the end of its buffer.
+    pub(crate) fn recv_wr<S, const ID: u64>(
+        &self,
+        place: impl for<'a> FnOnce(&'a T) -> Option<&'a Cqe<S, ID>>,
+        first: Range<'_>,
+        second: Option<Range<'_>>,
+    ) -> Result<RecvWr>
+    where
+        S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
+    {
+        let (qp, lkey) = self.posting_on()?;
+        let handler = self.handler();
+        let cqe = place(&handler).ok_or(ENOENT)?;
+        // SAFETY: as in `send_wr`: the entry lives in this id's handler, kept until the QP
+        // was drained and destroyed.
+        unsafe { RecvWr::new(RecvTarget::Qp(qp), cqe, lkey, first, second) }
+    }
+
+    /// Binds `rdma_rw` contexts to the QP ([`super::super::rw::RwCtx::bind`]): their
+    /// transfers posted alone complete on the entries `place` finds in this id's handler,
+    /// READs on the first, WRITEs on the second (`ENOENT` if it finds none). `ENOTCONN`
+    /// before the QP exists.
+    pub(crate) fn rw_binding<S, const R: u64, const W: u64>(
+        &self,
+        place: impl for<'a> FnOnce(&'a T) -> Option<(&'a Cqe<S, R>, &'a Cqe<S, W>)>,
+    ) -> Result<RwBinding>
+    where
+        S: HasCqe<R>
+            + QpCqeHandler<R, Connection = T>
+            + HasCqe<W>
+            + QpCqeHandler<W, Connection = T>,
+    {
+        let (qp, _) = self.posting_on()?;
+        let handler = self.handler();
+        let (from_remote, to_remote) = place(&handler).ok_or(ENOENT)?;
+        // SAFETY: as in `send_wr`: both entries live in this id's handler, kept until the
+        // QP was drained and destroyed.
+        Ok(unsafe { RwBinding::new(qp, from_remote, to_remote) })
+    }
+
+    /// The QP's handle and the PD's local DMA lkey; `ENOTCONN` before the QP exists.
+    fn posting_on(&self) -> Result<(QpHandle, u32)> {
+        let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
+        let pd = self.pd().ok_or_else(crate::rdma::code::enotconn)?;
+        Ok((qp, pd.local_dma_lkey()))
     }
 
     /// The QP, once created.
@@ -274,7 +373,7 @@ impl<T: CmHandler> CmId<T> {
         let (verbs, qp) = self.raw_qp()?;
         // SAFETY: the QP lives as long as `self` is borrowed, and `Drop` drains it before
         // destroying it; its `records` go only after its CQ (field order of `Verbs`).
-        Some(unsafe { Qp::from_raw(qp, self.port_num(), &verbs.records) })
+        Some(unsafe { Qp::from_raw(qp, self.port_num(), &verbs.records, &verbs.gate) })
     }
 
     /// The verbs resources and the raw QP (`id->qp`); `None` before [`CmId::create_qp`].
