@@ -44,7 +44,7 @@ use crate::rdma::{
     slot::{Owner, Slot, Tag},
     CmHandler, CmId, Cqe, DmaBuf, QpCqeHandler,
 };
-use crate::recv::{CmdSlot, RecvSlots};
+use crate::recv::{CmdSlot, RecvSlots, SharedSlots};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
     pin::Pin,
@@ -195,7 +195,7 @@ impl_has_cqe!(RspSlot, write_cqe, 2);
 pub(crate) struct Io {
     qp: QpHandle,
     /// Where commands arrive: the queue's own receive slots, or an SRQ's.
-    recv: Arc<RecvSlots>,
+    recv: RecvSlots,
     responses: DmaBuf,
     /// In-capsule data the queue accepts per command (0 on the admin queue).
     inline_size: u32,
@@ -250,10 +250,9 @@ impl Io {
         inline_size: u32,
         sq_depth: u32,
         integrity: bool,
-        shared: Option<Arc<RecvSlots>>,
+        shared: Option<Arc<SharedSlots>>,
     ) -> Result<Self> {
         let device = id.device().ok_or(ENODEV)?;
-        let lkey = id.pd().ok_or(ENODEV)?.local_dma_lkey();
         // A response slot is busy from its command's arrival until its SEND is
         // acknowledged: `recv` commands the host awaits plus responses it has that we
         // have not seen acknowledged, which a slow completion path can let grow past
@@ -262,11 +261,8 @@ impl Io {
         // allocation, but without one. (C allocates `2 * recv` slots.)
         let nr_rsps = recv + send;
         let recv_slots = match shared {
-            Some(shared) => shared,
-            None => Arc::new(
-                RecvSlots::new(device, lkey, recv, inline_size, None)?,
-                GFP_KERNEL,
-            )?,
+            Some(shared) => RecvSlots::Shared(shared),
+            None => RecvSlots::own(device, recv, inline_size)?,
         };
         let responses = DmaBuf::new(device, nr_rsps as usize * RESPONSE_SIZE)?;
         let mut rsps = KVVec::with_capacity(nr_rsps as usize, GFP_KERNEL)?;
@@ -328,10 +324,8 @@ impl Io {
             // allows)
             state.req.set_response(&self.responses, offset, true)?;
         }
-        if !self.recv.is_shared() {
-            self.recv
-                .prepare_on_qp(id, |queue| find(queue).map(|io| &*io.recv))?;
-        }
+        self.recv
+            .prepare_on_qp(id, |queue| find(queue).map(|io| &io.recv))?;
         Ok(())
     }
 

@@ -181,7 +181,7 @@ impl Queue {
             None
         };
         let granted = match &shared {
-            Some(slots) => id.create_qp_on_srq(slots.srq(), caps, PollContext::Workqueue)?,
+            Some(srq) => id.create_qp_on_srq(srq, caps, PollContext::Workqueue)?,
             None => id.create_qp(Pd::new(device, false)?, caps, PollContext::Workqueue)?,
         };
         // (The admin queue never takes in-capsule data, even from an SRQ's slots.)

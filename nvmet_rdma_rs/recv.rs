@@ -4,18 +4,18 @@
 //!
 //! A queue has slots of its own, posted on its QP, one per command the host may send; or,
 //! with `use_srq`, it shares the slots of a shared receive queue with the other queues of
-//! its device and completion vector (see `srq`). Either way the slots are allocated
-//! once, never move (the C side points into them), and a completion runs its slot's
-//! [`CqeHandler`].
+//! its device and completion vector (see `srq`), which the SRQ owns. Either way the slots
+//! are allocated once, never move (the C side points into them), and a completion runs
+//! its slot's [`QpCqeHandler`] with the queue of the QP it arrived on.
 
-// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
-// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
-#![allow(unsafe_code)]
+// Safe Rust only. `deny`, not `forbid`: `impl_has_cqe!` expands the layer's `unsafe impl`
+// (allowed where it expands, as `kernel::impl_has_work!` does for work items).
+#![deny(unsafe_code)]
 
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, Range, RecvWr},
-    CmHandler, CmId, Cqe, Device, DmaBuf, QpCqeHandler, Srq,
+    CmHandler, CmId, Cqe, Device, DmaBuf, Pd, QpCqeHandler, Srq,
 };
 use crate::wire::COMMAND_SIZE;
 use kernel::{
@@ -28,9 +28,9 @@ use kernel::{
 pub(crate) struct CmdSlot {
     cqe: Cqe<CmdSlot>,
     /// The receive into the slot's capsule (and in-capsule data), made once the slot is
-    /// in place ([`RecvSlots::prepare_on_qp`], [`RecvSlots::prepare_shared`]).
+    /// in place ([`RecvSlots::prepare_on_qp`], [`SlotSet::shared`]).
     wr: SetOnce<RecvWr>,
-    /// The slot's number in its [`RecvSlots`].
+    /// The slot's number in its [`SlotSet`].
     pub(crate) index: u32,
 }
 
@@ -38,37 +38,23 @@ impl_has_cqe!(CmdSlot, cqe);
 
 /// A set of receive slots, their capsule buffers and in-capsule data buffers.
 ///
-/// # Invariants
-///
-/// Slots never move; their work requests point into them and into the buffers, which live
-/// as long as the set. Shared slots are posted on `srq`. Every QP on that SRQ belongs to a
-/// queue that holds this set (through its `Io`) and destroys its QP before it lets the set
-/// go, so when the set drops, no QP can consume its receives and its `Arc<Srq>` is the
-/// last one: the SRQ is destroyed (field order: first) before the buffers its receives
-/// point to are freed.
-pub(crate) struct RecvSlots {
-    srq: Option<Arc<Srq>>,
+/// (Slots never move: a queue's own set lives in the queue, an SRQ's in the SRQ; the
+/// receives made for them hold their buffers.)
+pub(crate) struct SlotSet {
     capsules: DmaBuf,
     /// Per slot: its in-capsule data buffer (none when `inline_size` is 0).
     inline: KVec<DmaBuf>,
     inline_size: u32,
     /// (`kvmalloc`ed: an SRQ's are many pages.)
     cmds: KVVec<CmdSlot>,
-    /// The key the buffers are registered with.
-    lkey: u32,
 }
 
-impl RecvSlots {
-    /// `count` slots on `device` with `inline_size` bytes of in-capsule data each,
-    /// registered with `lkey`; posted on `srq` if given, else on the QP of the queue that
-    /// owns them. (Their completions find their queue through the QP they arrive on.)
-    pub(crate) fn new(
-        device: &Device,
-        lkey: u32,
-        count: u32,
-        inline_size: u32,
-        srq: Option<Arc<Srq>>,
-    ) -> Result<Self> {
+/// An SRQ and the slots its receives land in.
+pub(crate) type SharedSlots = Srq<SlotSet, CmdSlot>;
+
+impl SlotSet {
+    /// `count` slots on `device` with `inline_size` bytes of in-capsule data each.
+    fn new(device: &Device, count: u32, inline_size: u32) -> Result<Self> {
         let capsules = DmaBuf::new(device, count as usize * COMMAND_SIZE)?;
         let mut inline = KVec::new();
         if inline_size > 0 {
@@ -92,13 +78,35 @@ impl RecvSlots {
             )?;
         }
         Ok(Self {
-            srq,
             capsules,
             inline,
             inline_size,
             cmds,
-            lkey,
         })
+    }
+
+    /// An SRQ on `pd` (of `device`) of up to `count` slots with `inline_size` bytes of
+    /// in-capsule data each, its receives made (not posted).
+    pub(crate) fn shared(
+        device: &Device,
+        pd: &Arc<Pd>,
+        count: u32,
+        inline_size: u32,
+    ) -> Result<Arc<SharedSlots>> {
+        let sges = if inline_size > 0 { 2 } else { 1 };
+        let srq = Srq::new(pd, count, sges, |granted| {
+            Self::new(device, granted.min(count), inline_size)
+        })?;
+        let set = srq.contents();
+        for cmd in set.cmds.iter() {
+            let index = cmd.index as usize;
+            let (capsule, data) = set.ranges(index);
+            let wr = srq.recv_wr(|set| Some(&set.cmds.get(index)?.cqe), capsule, data)?;
+            if !cmd.wr.populate(wr) {
+                return Err(EBUSY);
+            }
+        }
+        Ok(srq)
     }
 
     /// The ranges slot `index` receives into: its capsule, and its in-capsule data.
@@ -116,9 +124,53 @@ impl RecvSlots {
         (capsule, data)
     }
 
+    /// Slots in the set.
+    pub(crate) fn count(&self) -> u32 {
+        self.cmds.len() as u32
+    }
+
+    /// Slot `index`'s receive, handed to the device: its buffers synced for it.
+    fn to_device(&self, index: u32) -> Result<&RecvWr> {
+        let slot = self.cmds.get(index as usize).ok_or(EINVAL)?;
+        let at = index as usize * COMMAND_SIZE;
+        self.capsules.sync_range_for_device(at, COMMAND_SIZE);
+        if let Some(data) = self.inline.get(index as usize) {
+            data.sync_range_for_device(0, self.inline_size as usize);
+        }
+        slot.wr.as_ref().ok_or(EINVAL)
+    }
+}
+
+/// Posts slot `index` of an SRQ's set (again) on the SRQ.
+pub(crate) fn post_shared(srq: &SharedSlots, index: u32) -> Result {
+    srq.post(srq.contents().to_device(index)?)
+}
+
+/// Where a queue's commands arrive: slots of its own, or an SRQ's.
+pub(crate) enum RecvSlots {
+    /// The queue's own slots, posted on its QP.
+    Own(SlotSet),
+    /// An SRQ's slots, shared with the other queues of a device and completion vector.
+    Shared(Arc<SharedSlots>),
+}
+
+impl RecvSlots {
+    /// `count` slots of a queue's own on `device`, with `inline_size` bytes of in-capsule
+    /// data each; their receives are made by [`RecvSlots::prepare_on_qp`].
+    pub(crate) fn own(device: &Device, count: u32, inline_size: u32) -> Result<Self> {
+        Ok(Self::Own(SlotSet::new(device, count, inline_size)?))
+    }
+
+    fn set(&self) -> &SlotSet {
+        match self {
+            Self::Own(set) => set,
+            Self::Shared(srq) => srq.contents(),
+        }
+    }
+
     /// Makes the receives of a queue's own slots, on the QP of `id`, whose handler holds
-    /// the set where `find` finds it (so that the slots live as long as the QP's
-    /// completions can reach them).
+    /// these slots where `find` finds them (so that they live as long as the QP's
+    /// completions can reach them). Nothing to do for an SRQ's.
     pub(crate) fn prepare_on_qp<Q>(
         &self,
         id: &CmId<Q>,
@@ -128,11 +180,17 @@ impl RecvSlots {
         Q: CmHandler,
         CmdSlot: QpCqeHandler<Connection = Q>,
     {
-        for cmd in self.cmds.iter() {
+        let Self::Own(set) = self else {
+            return Ok(());
+        };
+        for cmd in set.cmds.iter() {
             let index = cmd.index as usize;
-            let (capsule, data) = self.ranges(index);
+            let (capsule, data) = set.ranges(index);
             let wr = id.recv_wr(
-                |queue| find(queue)?.cmds.get(index).map(|cmd| &cmd.cqe),
+                |queue| match find(queue)? {
+                    Self::Own(set) => Some(&set.cmds.get(index)?.cqe),
+                    Self::Shared(_) => None,
+                },
                 capsule,
                 data,
             )?;
@@ -143,76 +201,26 @@ impl RecvSlots {
         Ok(())
     }
 
-    /// Makes the receives of an SRQ's slots, on the set's SRQ.
-    pub(crate) fn prepare_shared(&self) -> Result {
-        let srq = self.srq.as_ref().ok_or(EINVAL)?;
-        for cmd in self.cmds.iter() {
-            let (capsule, data) = self.ranges(cmd.index as usize);
-            // SAFETY: the slots never move and live as long as the set, with the buffers
-            // (type invariant); the SRQ is destroyed before they are freed, and only
-            // queues' QPs (of `CmId<Queue>`s, as `Cqe::on_qp` asks) take from it.
-            let wr = unsafe { srq.recv_wr_unchecked(&cmd.cqe, self.lkey, capsule, data)? };
-            if !cmd.wr.populate(wr) {
-                return Err(EBUSY);
-            }
-        }
-        Ok(())
-    }
-
-    /// Slots in the set.
-    pub(crate) fn count(&self) -> u32 {
-        self.cmds.len() as u32
-    }
-
-    /// The SRQ the slots belong to.
-    ///
-    /// # Panics
-    ///
-    /// If they are a queue's own; only the SRQ sets (`srq.rs`) hand out shared sets.
-    pub(crate) fn srq(&self) -> &Arc<Srq> {
-        self.srq.as_ref().expect("an SRQ's receive slots")
-    }
-
     /// Whether the slots belong to an SRQ.
     pub(crate) fn is_shared(&self) -> bool {
-        self.srq.is_some()
+        matches!(self, Self::Shared(_))
     }
 
     /// The capsule buffer (slot `i`'s command at `i * COMMAND_SIZE`).
     pub(crate) fn capsules(&self) -> &DmaBuf {
-        &self.capsules
+        &self.set().capsules
     }
 
     /// Slot `index`'s in-capsule data buffer, if the slots have one.
     pub(crate) fn inline_data(&self, index: u32) -> Option<&DmaBuf> {
-        self.inline.get(index as usize)
-    }
-
-    /// Posts shared slot `index` on the set's SRQ; `EINVAL` for a queue's own slots.
-    pub(crate) fn post_shared(&self, index: u32) -> Result {
-        if self.srq.is_none() {
-            return Err(EINVAL);
-        }
-        self.post_slot(None, index)
+        self.set().inline.get(index as usize)
     }
 
     /// Posts slot `index` (again): on the SRQ, or on `qp`, the owning queue's QP.
     pub(crate) fn post(&self, qp: &QpHandle, index: u32) -> Result {
-        self.post_slot(Some(qp), index)
-    }
-
-    fn post_slot(&self, qp: Option<&QpHandle>, index: u32) -> Result {
-        let slot = self.cmds.get(index as usize).ok_or(EINVAL)?;
-        let at = index as usize * COMMAND_SIZE;
-        self.capsules.sync_range_for_device(at, COMMAND_SIZE);
-        if let Some(data) = self.inline.get(index as usize) {
-            data.sync_range_for_device(0, self.inline_size as usize);
-        }
-        let wr = slot.wr.as_ref().ok_or(EINVAL)?;
-        match (&self.srq, qp) {
-            (Some(srq), _) => srq.post(wr),
-            (None, Some(qp)) => qp.post_recv(wr),
-            (None, None) => Err(EINVAL),
+        match self {
+            Self::Own(set) => qp.post_recv(set.to_device(index)?),
+            Self::Shared(srq) => post_shared(srq, index),
         }
     }
 }

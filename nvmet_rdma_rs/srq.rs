@@ -16,8 +16,8 @@
 // own `unsafe` where they expand.
 #![deny(unsafe_code)]
 
-use crate::rdma::{Device, Pd, Srq};
-use crate::recv::RecvSlots;
+use crate::rdma::{Device, Pd};
+use crate::recv::{post_shared, SharedSlots, SlotSet};
 use kernel::{prelude::*, sync::Arc};
 
 crate::rdma::param::bool_param!(use_srq, false, "Use shared receive queue.");
@@ -34,7 +34,7 @@ pub(crate) struct SrqSet {
     device: usize,
     inline_size: u32,
     /// One per completion vector; empty if the device has no SRQs.
-    srqs: KVec<Arc<RecvSlots>>,
+    srqs: KVec<Arc<SharedSlots>>,
 }
 
 impl SrqSet {
@@ -55,21 +55,12 @@ impl SrqSet {
         let count = device.completion_vectors().min(max_srq);
         let size = (srq_size.get() as u32).min(max_srq_wr);
         let pd = Pd::new(device, false)?;
-        let sges = if inline_size > 0 { 2 } else { 1 };
         for _ in 0..count {
-            let srq = Arc::new(Srq::new(&pd, size, sges)?, GFP_KERNEL)?;
-            let slots = RecvSlots::new(
-                device,
-                pd.local_dma_lkey(),
-                srq.max_wr().min(size),
-                inline_size,
-                Some(srq),
-            )?;
-            slots.prepare_shared()?;
-            for index in 0..slots.count() {
-                slots.post_shared(index)?;
+            let srq = SlotSet::shared(device, &pd, size, inline_size)?;
+            for index in 0..srq.contents().count() {
+                post_shared(&srq, index)?;
             }
-            set.srqs.push(Arc::new(slots, GFP_KERNEL)?, GFP_KERNEL)?;
+            set.srqs.push(srq, GFP_KERNEL)?;
         }
         // (debug only: made with a device's first queue, it comes and goes with them)
         pr_debug!(
@@ -93,7 +84,7 @@ impl SrqSet {
     }
 
     /// The SRQ for completion vector `vector`, if the device has SRQs.
-    pub(crate) fn for_vector(&self, vector: u32) -> Option<Arc<RecvSlots>> {
+    pub(crate) fn for_vector(&self, vector: u32) -> Option<Arc<SharedSlots>> {
         let count = self.srqs.len();
         (count > 0).then(|| self.srqs[vector as usize % count].clone())
     }

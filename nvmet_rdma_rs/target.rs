@@ -13,7 +13,7 @@
 use crate::nvmet::{CtrlId, OpsRef};
 use crate::port::{Port, BACKLOG};
 use crate::rdma::{Device, OwnedQueue, SocketAddr};
-use crate::recv::RecvSlots;
+use crate::recv::SharedSlots;
 use crate::srq::SrqSet;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use kernel::{
@@ -196,7 +196,7 @@ impl Target {
         device: &Device,
         inline_size: u32,
         vector: u32,
-    ) -> Result<Option<Arc<RecvSlots>>> {
+    ) -> Result<Option<Arc<SharedSlots>>> {
         let mut sets = self.srq_sets.lock();
         if let Some(set) = sets.iter().find(|set| set.serves(device, inline_size)) {
             return Ok(set.for_vector(vector));

@@ -2,38 +2,55 @@
 
 //! Shared receive queues (`struct ib_srq`): one pool of posted receives that several QPs
 //! of a protection domain consume from.
+//!
+//! An SRQ owns what its receives land in ([`Srq::contents`]: the slots with their
+//! completion entries and buffers), so that they outlive every receive it holds: it is
+//! destroyed (and its receives discarded) before they are freed. Its receives complete on
+//! the QPs that take them, whose handler the completion finds (`Cqe::on_qp`): only QPs
+//! of the ids whose handler is the slots' connection type take from it
+//! ([`super::CmId::create_qp_on_srq`]).
 
 use super::{
     bindings,
-    cqe::Cqe,
+    cqe::{Cqe, HasCqe, QpCqeHandler},
     qp_handle::{Range, RecvTarget, RecvWr},
     Pd,
 };
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{prelude::*, sync::Arc};
 
-/// An owned basic SRQ; destroyed on drop.
+/// An owned basic SRQ holding `X`, whose receives complete on `S`'s completion entries;
+/// destroyed on drop, before `X`.
 ///
 /// # Invariants
 ///
-/// `srq` came from `ib_create_srq` on `pd`'s PD and is destroyed only in `Drop`. QPs that
-/// use it hold an `Arc<Srq>` (see [`super::CmId::create_qp_on_srq`]), so it outlives them.
-pub(crate) struct Srq {
+/// `srq` came from `ib_create_srq` on `pd`'s PD and is destroyed only in `Drop`. An SRQ
+/// lives in an `Arc` (the only way to make one), so `contents` never moves. QPs that use
+/// it hold an `Arc` (see [`super::CmId::create_qp_on_srq`]), so it outlives them.
+pub(crate) struct Srq<X, S> {
     srq: NonNull<bindings::ib_srq>,
     max_wr: u32,
     pd: Arc<Pd>,
+    contents: X,
+    _slots: PhantomData<fn(&S)>,
 }
 
 // SAFETY: an SRQ is a handle the RDMA core lets any thread use; posting is serialised by
-// the driver.
-unsafe impl Send for Srq {}
-// SAFETY: as above; the fields are read-only after creation.
-unsafe impl Sync for Srq {}
+// the driver. The contents move with it.
+unsafe impl<X: Send, S> Send for Srq<X, S> {}
+// SAFETY: as above; the fields are read-only after creation, the contents shared.
+unsafe impl<X: Sync, S> Sync for Srq<X, S> {}
 
-impl Srq {
-    /// Creates an SRQ on `pd` holding up to `max_wr` receives of `max_sge` entries each.
-    /// Returns the SRQ; [`Srq::max_wr`] is what the device granted.
-    pub(crate) fn new(pd: &Arc<Pd>, max_wr: u32, max_sge: u32) -> Result<Self> {
+impl<X, S> Srq<X, S> {
+    /// Creates an SRQ on `pd` holding up to `max_wr` receives of `max_sge` entries each,
+    /// and its contents, made by `contents` for the number of receives the device
+    /// granted ([`Srq::max_wr`]).
+    pub(crate) fn new(
+        pd: &Arc<Pd>,
+        max_wr: u32,
+        max_sge: u32,
+        contents: impl FnOnce(u32) -> Result<X>,
+    ) -> Result<Arc<Self>> {
         let mut attr: bindings::ib_srq_init_attr = pin_init::zeroed();
         attr.attr.max_wr = max_wr;
         attr.attr.max_sge = max_sge;
@@ -41,10 +58,31 @@ impl Srq {
         // SAFETY: the PD is live (it is kept in the result); `attr` is valid for the call.
         let srq = unsafe { bindings::rdma_rs_ib_create_srq(pd.as_raw(), &mut attr) };
         let srq = super::from_err_ptr(srq)?;
-        Ok(Self {
-            srq,
-            max_wr: attr.attr.max_wr,
-            pd: pd.clone(),
+        let destroy = || {
+            // SAFETY: just created, no receive posted and no QP on it.
+            unsafe { bindings::rdma_rs_ib_destroy_srq(srq.as_ptr()) };
+        };
+        let contents = match contents(attr.attr.max_wr) {
+            Ok(contents) => contents,
+            Err(e) => {
+                destroy();
+                return Err(e);
+            }
+        };
+        // INVARIANT: made in an `Arc`; destroyed only by `Drop` from here on.
+        Arc::new(
+            Self {
+                srq,
+                max_wr: attr.attr.max_wr,
+                pd: pd.clone(),
+                contents,
+                _slots: PhantomData,
+            },
+            GFP_KERNEL,
+        )
+        .map_err(|e| {
+            destroy();
+            e.into()
         })
     }
 
@@ -63,24 +101,31 @@ impl Srq {
         self.max_wr
     }
 
-    /// A receive on the SRQ into `first` and, if given, `second` (registered with `lkey`),
-    /// whose completion runs `T`'s handler `ID`; posted with [`Srq::post`].
-    ///
-    /// # Safety
-    ///
-    /// The object that embeds `cqe` stays alive and in place until the SRQ is destroyed;
-    /// for an entry made with [`Cqe::on_qp`], only QPs of `CmId<T::Connection>`s take
-    /// from the SRQ.
-    pub(crate) unsafe fn recv_wr_unchecked<T, const ID: u64>(
+    /// What the SRQ's receives land in.
+    pub(crate) fn contents(&self) -> &X {
+        &self.contents
+    }
+
+    /// A receive on the SRQ into `first` and, if given, `second` (registered with the
+    /// PD's local DMA lkey), whose completion runs the handler of the entry `place` finds
+    /// in the SRQ's contents (`ENOENT` if it finds none); posted with [`Srq::post`].
+    /// `EINVAL` for a range past the end of its buffer.
+    pub(crate) fn recv_wr(
         &self,
-        cqe: &Cqe<T, ID>,
-        lkey: u32,
+        place: impl for<'a> FnOnce(&'a X) -> Option<&'a Cqe<S>>,
         first: Range<'_>,
         second: Option<Range<'_>>,
-    ) -> Result<RecvWr> {
+    ) -> Result<RecvWr>
+    where
+        S: HasCqe + QpCqeHandler,
+    {
+        let cqe = place(&self.contents).ok_or(ENOENT)?;
         let target = RecvTarget::Srq(self.as_raw() as usize);
-        // SAFETY: the caller's promise.
-        unsafe { RecvWr::new(target, cqe, lkey, first, second) }
+        // SAFETY: the entry lives, in place, in the SRQ's contents (`place` borrows it from
+        // there for any lifetime), which go only after the SRQ is destroyed and never move
+        // (type invariant); only QPs of `CmId<S::Connection>`s take from the SRQ
+        // (`create_qp_on_srq`).
+        unsafe { RecvWr::new(target, cqe, self.pd.local_dma_lkey(), first, second) }
     }
 
     /// Posts the receive `wr`, which must have been made for this SRQ (`EINVAL`
@@ -99,10 +144,10 @@ impl Srq {
     }
 }
 
-impl Drop for Srq {
+impl<X, S> Drop for Srq<X, S> {
     fn drop(&mut self) {
         // SAFETY: live by the invariant; every QP on it held an `Arc` and is destroyed.
-        // Receives still posted are discarded with it.
+        // Receives still posted are discarded with it, before the contents go.
         unsafe { bindings::rdma_rs_ib_destroy_srq(self.as_raw()) };
     }
 }

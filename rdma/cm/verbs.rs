@@ -74,7 +74,7 @@ pub(super) struct Verbs {
     /// hold a reference too, so it outlives them even when the QP goes first.
     pd: Arc<Pd>,
     /// The SRQ the QP receives from, if any (kept alive until the QP is gone).
-    srq: Option<Arc<Srq>>,
+    srq: Option<Arc<dyn Send + Sync>>,
     /// The QP was drained: once is enough, and on an SRQ a second `ib_drain_qp` would
     /// wait a minute for an `IB_EVENT_QP_LAST_WQE_REACHED` that came already.
     drained: AtomicBool,
@@ -125,20 +125,27 @@ impl<T: CmHandler> CmId<T> {
 
     /// As [`CmId::create_qp`], for a QP whose receives come from `srq` (and which shares
     /// its PD): `caps.recv_wr` then only sizes the CQ, for the receive completions the QP
-    /// may take at once.
-    pub(crate) fn create_qp_on_srq(
+    /// may take at once. The SRQ's receives complete on `S`'s entries, whose handlers
+    /// find this id's handler: `S`'s connection type is `T`.
+    pub(crate) fn create_qp_on_srq<X, S>(
         &mut self,
-        srq: &Arc<Srq>,
+        srq: &Arc<Srq<X, S>>,
         caps: QpCaps,
         poll: crate::rdma::PollContext,
-    ) -> Result<u32> {
-        self.create_qp_with(srq.pd().clone(), Some(srq.clone()), caps, poll)
+    ) -> Result<u32>
+    where
+        X: Send + Sync + 'static,
+        S: QpCqeHandler<Connection = T> + 'static,
+    {
+        let raw = srq.as_raw();
+        let kept: Arc<dyn Send + Sync> = srq.clone();
+        self.create_qp_with(srq.pd().clone(), Some((raw, kept)), caps, poll)
     }
 
     fn create_qp_with(
         &mut self,
         pd: Arc<Pd>,
-        srq: Option<Arc<Srq>>,
+        srq: Option<(*mut bindings::ib_srq, Arc<dyn Send + Sync>)>,
         caps: QpCaps,
         poll: crate::rdma::PollContext,
     ) -> Result<u32> {
@@ -182,7 +189,7 @@ impl<T: CmHandler> CmId<T> {
         attr.recv_cq = cq.as_raw();
         attr.cap.max_send_wr = caps.send_wr + 1;
         match &srq {
-            Some(srq) => attr.srq = srq.as_raw(),
+            Some((raw, _)) => attr.srq = *raw,
             None => attr.cap.max_recv_wr = caps.recv_wr + 1,
         }
         attr.cap.max_send_sge = caps.send_sge;
@@ -252,7 +259,7 @@ impl<T: CmHandler> CmId<T> {
         self.verbs = Some(Verbs {
             cq,
             pd,
-            srq,
+            srq: srq.map(|(_, kept)| kept),
             drained: AtomicBool::new(false),
             inline_data: attr.cap.max_inline_data,
             records,
