@@ -24,6 +24,7 @@
 
 pub(crate) mod abi;
 pub(crate) mod ctrl;
+pub(crate) mod global;
 mod kunit;
 pub(crate) mod port;
 pub(crate) mod request;

@@ -6,11 +6,9 @@
 //! It sits below the ports' listeners and the queues, which hold it: it knows a queue
 //! only through [`ListedQueue`].
 
-// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
-// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
-#![allow(unsafe_code)]
+#![forbid(unsafe_code)]
 
-use crate::nvmet::{CtrlId, OpsRef};
+use crate::nvmet::{global, CtrlId, OpsRef};
 use crate::port::{Port, BACKLOG};
 use crate::rdma::{Device, OwnedQueue, SocketAddr};
 use crate::recv::SharedSlots;
@@ -42,11 +40,6 @@ pub(crate) trait ListedQueue: Send + Sync {
     fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
-kernel::sync::global_lock! {
-    // SAFETY: initialised in `Target::install`, before the transport registers.
-    unsafe(uninit) static TARGET: Mutex<Option<Arc<Target>>> = None;
-}
-
 /// Ports and queues of the loaded transport.
 #[pin_data]
 pub(crate) struct Target {
@@ -74,8 +67,6 @@ impl Target {
     /// Creates the state for the transport with ops table `ops` and makes it what
     /// [`Target::get`] finds.
     pub(crate) fn install(ops: OpsRef) -> Result<Arc<Self>> {
-        // SAFETY: called once, at module load, before anything uses `TARGET`.
-        unsafe { TARGET.init() };
         let workqueue = OwnedQueue::new(c"nvmet_rdma_rs")?;
         let target = Arc::pin_init(
             pin_init!(Self {
@@ -91,18 +82,18 @@ impl Target {
             }),
             GFP_KERNEL,
         )?;
-        *TARGET.lock() = Some(target.clone());
+        global::install(target.clone())?;
         Ok(target)
     }
 
     /// The loaded transport's state (`None` while loading or unloading).
     pub(crate) fn get() -> Option<Arc<Self>> {
-        TARGET.lock().clone()
+        global::get::<Self>()
     }
 
     /// Forgets the state, at unload: after [`Target::close_all`].
     pub(crate) fn uninstall() {
-        *TARGET.lock() = None;
+        global::uninstall();
     }
 
     /// The transport's ops table.
