@@ -15,16 +15,23 @@ use super::{
     abi::{COMMAND_SIZE, COMPLETION_SIZE},
     bindings,
     sq::SqEntered,
-    EnabledPort, OpsRef,
+    EnabledPort, HasSqCq, OpsRef, Transport,
 };
 use crate::rdma::{
     rw::SgLists,
     sgl::PageSgl,
-    slot::{Owner, Tag},
+    slot::{Owner, Slot, Tag},
     DmaBuf,
 };
-use core::ptr::NonNull;
-use kernel::{prelude::*, types::Opaque};
+use core::ptr::{self, NonNull};
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Acquire, Atomic, Full, Release},
+        Arc, ArcBorrow,
+    },
+    types::Opaque,
+};
 
 /// The nvmet core's request for one command: embedded in the transport's object for a
 /// command in flight (named with [`impl_has_request!`]), which never moves while the
@@ -34,11 +41,18 @@ use kernel::{prelude::*, types::Opaque};
 ///
 /// `owned` is true exactly while `nvmet_req_init` accepted the request and it was not
 /// handed back to the core yet (executed, completed or uninitialised): only then may it be
-/// handed over.
+/// handed over. `queue` is null, or, from [`Request::init`] until the request ended
+/// (its `queue_response` took it, or [`Request::uninit`]), `Arc::into_raw` of the
+/// `Arc<T::Queue>` of the transport `T` that started it, whose reference it owns, and which
+/// `release_queue` gives up.
 #[repr(C)]
 pub(crate) struct Request {
     req: Opaque<bindings::nvmet_req>,
     owned: bool,
+    /// The queue the started request keeps alive (see the invariants).
+    queue: Atomic<*mut ()>,
+    /// Gives up a reference `queue` held.
+    release_queue: Option<unsafe fn(*mut ())>,
     /// The list the request's in-capsule data is described by ([`Request::use_in_capsule`]).
     in_capsule: PageSgl<IN_CAPSULE_PAGES>,
     /// The buffer `in_capsule` points into, held until the next start.
@@ -59,6 +73,8 @@ impl Request {
         Self {
             req: Opaque::zeroed(),
             owned: false,
+            queue: Atomic::new(ptr::null_mut()),
+            release_queue: None,
             in_capsule: PageSgl::new(),
             lent: None,
             response: None,
@@ -110,34 +126,43 @@ impl Request {
         Ok(())
     }
 
-    /// Starts the request of the slot `owner` holds, for the command at `offset` of
-    /// `capsules`, which arrived on `port` for the queue of `sq` (entered: the queue is not
-    /// being destroyed while the core parses the command); `ops` is the transport's
-    /// registered table. While the core parses the command the slot is handed off to
-    /// `core`, the tag its `queue_response` resumes it with.
+    /// Starts the request of the slot `owner` holds, which `place` finds, with the buffer
+    /// the command arrived in, in `queue` (of transport `T`), for the command at `offset`
+    /// of that buffer, which arrived on `port`; `sq` is the queue's entered sq (it is not
+    /// being destroyed while the core parses the command). While the core parses the
+    /// command the slot is handed off to `core`, the tag its `queue_response` resumes it
+    /// with. Until the request ended, it holds the queue (and so the slot and the
+    /// buffers, which live in it).
     ///
     /// `Ok(Some(owner))` once the core accepted the command; `Ok(None)` if it refused it:
     /// it completed the request already (its `queue_response` ran, from inside this call,
-    /// and took the slot), and the request is not started. `Err(owner)` if the command is
-    /// not inside `capsules` or the request is started already (nothing ran).
+    /// and took the slot), and the request is not started. `Err(owner)` if `place` finds
+    /// no slot or another one than `owner`'s, if `sq` is not the queue's, if the command is
+    /// not inside the buffer or the request is started already (nothing ran).
     ///
     /// # Safety
     ///
-    /// The command and the response buffer set by [`Request::set_response`] stay valid,
-    /// and the slot stays alive and in place, until the request ended (its
-    /// `queue_response` returned, or [`Request::uninit`]); `port` stays registered as long;
-    /// `ops` is the transport's table, whose `Request` type embeds the slot and whose
-    /// `Queue` type is the queue `sq` was entered through (that queue, in its `Arc`, too,
-    /// stays alive until the request ended).
-    pub(crate) unsafe fn init<'a, S: RequestState>(
-        mut owner: Owner<'a, S>,
+    /// `port` stays registered until the request ended: it is the port the queue came in
+    /// through, whose queues the transport releases on `nvmet_wq` when the port is
+    /// removed (the core flushes that workqueue before it frees the port).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn init<'a, T: Transport>(
+        owner: SlotOwner<'a, T>,
         core: Tag,
-        capsules: &DmaBuf,
+        queue: ArcBorrow<'_, T::Queue>,
+        place: impl for<'x> FnOnce(&'x T::Queue) -> Option<(&'x T::Request, &'x DmaBuf)>,
         offset: usize,
         sq: &SqEntered<'_>,
         port: &EnabledPort,
-        ops: OpsRef,
-    ) -> Result<Option<Owner<'a, S>>, Owner<'a, S>> {
+        ops: OpsRef<T>,
+    ) -> Started<'a, T> {
+        let Some((slot_owner, capsules)) = place(&queue) else {
+            return Err(owner);
+        };
+        if !ptr::eq(slot_owner.slot(), owner.slot()) || !sq.is_of(queue.sq_cq()) {
+            pr_warn!("start of a request outside its queue; ignored\n");
+            return Err(owner);
+        }
         if offset
             .checked_add(COMMAND_SIZE)
             .is_none_or(|end| end > capsules.len())
@@ -147,8 +172,9 @@ impl Request {
         let Ok(cmd) = capsules.cpu_ptr(offset) else {
             return Err(owner);
         };
+        let mut owner = owner;
         let request = owner.request();
-        if request.owned {
+        if request.owned || !request.queue.load(Acquire).is_null() {
             pr_warn!("start of a request that is started already; ignored\n");
             return Err(owner);
         }
@@ -157,11 +183,22 @@ impl Request {
         let fields = request.fields_mut();
         fields.cmd = cmd.cast();
         fields.port = port.as_raw();
+        // INVARIANT: the request holds a reference on its queue from here until it ends;
+        // `release_queue` is for `T::Queue`.
+        request.release_queue = Some(release_queue::<T>);
+        let held: Arc<T::Queue> = queue.into();
+        request
+            .queue
+            .store(Arc::into_raw(held).cast_mut().cast(), Release);
         let req = request.raw();
         let slot = owner.slot();
         owner.hand_off(core);
-        // SAFETY: the core has the request now (the slot is handed off until it answers);
-        // the rest is the caller's promise (function's safety section).
+        // SAFETY: the core has the request now (the slot is handed off until it answers).
+        // The request, the command and the response (`set_response`) live in the queue or
+        // in buffers the request holds, and the queue lives while the request holds it,
+        // until it ended; `sq` is the queue's, entered; `ops` is `T`'s table, whose
+        // `queue_response` takes the queue back (as a `T::Queue`) and finds the request in
+        // its `T::Request`; the port is the caller's promise.
         let accepted = unsafe { bindings::nvmet_req_init(req, sq.sq(), ops.as_raw()) };
         if !accepted {
             return Ok(None);
@@ -174,6 +211,41 @@ impl Request {
         // INVARIANT: started.
         owner.request().owned = true;
         Ok(Some(owner))
+    }
+
+    /// Takes the queue a request holds, as its `queue_response` runs.
+    ///
+    /// # Safety
+    ///
+    /// `req` is the request of a live [`Request`] started by [`Request::init`] for
+    /// transport `T`, which the core is completing.
+    pub(super) unsafe fn take_queue<T: Transport>(
+        req: *mut bindings::nvmet_req,
+    ) -> Option<Arc<T::Queue>> {
+        // SAFETY: `Request` is `repr(C)` with the C request first: `req` is the start of a
+        // live `Request` (the function's safety section).
+        let this = unsafe { &*req.cast::<Self>() };
+        let held = this.queue.xchg(ptr::null_mut(), Full);
+        // SAFETY: a non-null `queue` is the reference of an `Arc<T::Queue>` this request
+        // held (type invariant; `T` by the caller's promise), taken out above.
+        (!held.is_null()).then(|| unsafe { Arc::from_raw(held.cast::<T::Queue>()) })
+    }
+
+    /// The queue a request being executed holds.
+    ///
+    /// # Safety
+    ///
+    /// `req` is the request of a live [`Request`] started by [`Request::init`] for
+    /// transport `T`, which the core is executing: it holds its queue for `'a`.
+    pub(super) unsafe fn queue_of<'a, T: Transport>(
+        req: *mut bindings::nvmet_req,
+    ) -> Option<&'a T::Queue> {
+        // SAFETY: as in `take_queue`.
+        let this = unsafe { &*req.cast::<Self>() };
+        let held = this.queue.load(Acquire);
+        // SAFETY: the queue the request holds while it is executed (type invariant and the
+        // function's safety section).
+        unsafe { held.cast::<T::Queue>().cast_const().as_ref() }
     }
 
     /// Hands a started request back to the core: `None` if it is not started (or handed
@@ -244,6 +316,12 @@ impl Request {
         };
         // SAFETY: the request was started and is the caller's.
         unsafe { bindings::nvmet_req_uninit(req) };
+        let held = self.queue.xchg(ptr::null_mut(), Full);
+        if let (false, Some(release)) = (held.is_null(), self.release_queue) {
+            // SAFETY: the reference the request held, of the type `release` is for (type
+            // invariant), taken out above.
+            unsafe { release(held) };
+        }
     }
 
     /// Bytes of data the command moves (with T10-PI generated by the HCA, its PI too).
@@ -422,15 +500,38 @@ pub(crate) trait RequestState {
     fn request(&mut self) -> &mut Request;
 }
 
-/// A transport object that embeds a [`Request`]; implemented with [`impl_has_request!`].
+/// The owner of the slot of a request of transport `T`.
+type SlotOwner<'a, T> = Owner<'a, <<T as Transport>::Request as HasRequest>::State>;
+
+/// What [`Request::init`] gives back: the slot's owner once the core accepted the command
+/// (`None` if it completed it at once), or the owner when nothing ran.
+pub(crate) type Started<'a, T> = Result<Option<SlotOwner<'a, T>>, SlotOwner<'a, T>>;
+
+/// Gives up the reference on a `T::Queue` that a request held.
+///
+/// # Safety
+///
+/// `held` came from `Arc::<T::Queue>::into_raw`, and its reference is the caller's.
+unsafe fn release_queue<T: Transport>(held: *mut ()) {
+    // SAFETY: the function's safety section.
+    drop(unsafe { Arc::from_raw(held.cast_const().cast::<T::Queue>()) });
+}
+
+/// A transport object that embeds a [`Request`] in the state of its [`Slot`];
+/// implemented with [`impl_has_request!`].
 ///
 /// # Safety
 ///
 /// `OFFSET` is the offset of a [`Request`] in `Self` (whose `nvmet_req` is its first
-/// field).
+/// field), inside the value of the slot [`HasRequest::slot`] returns.
 pub(crate) unsafe trait HasRequest {
     /// The offset of the request field.
     const OFFSET: usize;
+    /// The state of the slot the request lives in.
+    type State: RequestState;
+
+    /// The slot the request lives in.
+    fn slot(&self) -> &Slot<Self::State>;
 
     /// The object whose request is `req`.
     ///
@@ -447,35 +548,25 @@ pub(crate) unsafe trait HasRequest {
     }
 }
 
-/// Declares that a transport object embeds its [`Request`] in the named field, or in the
-/// named field of the state of a [`crate::rdma::slot::Slot`] field (whose owner reaches it).
+/// Declares that a transport object embeds its [`Request`] in the named field of the state
+/// of a [`crate::rdma::slot::Slot`] field (whose owner reaches it).
 ///
 /// ```ignore
-/// impl_has_request!(Command, req);
 /// impl_has_request!(RspSlot, state: RspState, req);
 /// ```
 macro_rules! impl_has_request {
-    ($container:ty, $field:ident) => {
-        // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is
-        // a `Request`.
-        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
-        #[allow(unsafe_code)]
-        unsafe impl $crate::nvmet::HasRequest for $container {
-            const OFFSET: usize = {
-                // (raw pointers: a reference would also accept a field that derefs to one)
-                let _: fn(*const $container) -> *const $crate::nvmet::request::Request =
-                    // SAFETY: only the field's address is taken, nothing is read.
-                    |container| unsafe { &raw const (*container).$field };
-                ::core::mem::offset_of!($container, $field)
-            };
-        }
-    };
     ($container:ty, $slot:ident: $inner:ty, $field:ident) => {
         // SAFETY: `OFFSET` is the offset of `$field` of the `$inner` in the `Slot` `$slot`,
-        // which the functions below check.
+        // which the functions below check, and `slot` returns that slot.
         // (The layer's own `unsafe`, expanded in the module that embeds the field.)
         #[allow(unsafe_code)]
         unsafe impl $crate::nvmet::HasRequest for $container {
+            type State = $inner;
+
+            fn slot(&self) -> &$crate::rdma::slot::Slot<$inner> {
+                &self.$slot
+            }
+
             const OFFSET: usize = {
                 let _: fn(*const $container) -> *const $crate::rdma::slot::Slot<$inner> =
                     // SAFETY: only the field's address is taken, nothing is read.

@@ -79,10 +79,10 @@ impl SqCq {
     /// `nvmet_sq_destroy` waits for that reference before it clears `sq->ctrl` and puts
     /// the controller. `None` once the sq was killed.
     ///
-    /// Requests start only with such a guard ([`super::Request::init`]), so the queue of
-    /// every request the core passes back lives in an `Arc` ([`HasSqCq::from_sq`]). The
-    /// queue's owner calls [`SqCq::destroy`], which waits for those requests, while it
-    /// still holds that `Arc` (the queue's release does), not only in `Drop`.
+    /// Requests start only with such a guard ([`super::Request::init`]), and hold the
+    /// queue's `Arc` until they end. The queue's owner calls [`SqCq::destroy`], which
+    /// waits for those requests, while it still holds an `Arc` of its own (the queue's
+    /// release does), not only in `Drop`: so a request's end never drops the queue.
     pub(crate) fn enter<'a, Q: HasSqCq>(queue: &'a ArcBorrow<'_, Q>) -> Option<SqEntered<'a>> {
         let this = queue.sq_cq();
         // SAFETY: the sq was initialised (type invariant); a killed or exited reference has
@@ -153,6 +153,11 @@ impl SqEntered<'_> {
     pub(super) fn sq(&self) -> *mut bindings::nvmet_sq {
         self.0.sq()
     }
+
+    /// Whether this holds the sq of `sq_cq`.
+    pub(super) fn is_of(&self, sq_cq: &SqCq) -> bool {
+        core::ptr::eq(self.0, sq_cq)
+    }
 }
 
 impl Drop for SqEntered<'_> {
@@ -172,34 +177,11 @@ impl PinnedDrop for SqCq {
 
 /// A transport queue that embeds an [`SqCq`]; implemented with [`impl_has_sq_cq!`].
 ///
-/// # Safety
-///
-/// `OFFSET` is the offset of a field of type [`SqCq`] in `Self`, and [`HasSqCq::sq_cq`]
-/// returns that field.
-pub(crate) unsafe trait HasSqCq {
-    /// The offset of the [`SqCq`] field.
-    const OFFSET: usize;
-
+/// (A safe trait: the [`SqCq`] it returns is borrowed from the queue, so it lives as long
+/// as the queue, which a started request holds.)
+pub(crate) trait HasSqCq {
     /// The embedded [`SqCq`].
     fn sq_cq(&self) -> &SqCq;
-
-    /// The queue whose [`SqCq`] holds `sq`.
-    ///
-    /// # Safety
-    ///
-    /// `sq` is the submission queue of an [`SqCq`] embedded in a `Self` that lives in an
-    /// `Arc`, which stays alive for `'a`.
-    unsafe fn from_sq<'a>(sq: *mut bindings::nvmet_sq) -> ArcBorrow<'a, Self>
-    where
-        Self: Sized,
-    {
-        let offset = core::mem::offset_of!(SqCq, sq) + Self::OFFSET;
-        // SAFETY: `sq` is at `offset` from the start of a `Self` that an `Arc` holds and
-        // keeps alive for `'a` (trait and function safety sections): the pointer is the
-        // one `Arc::as_ptr` gives, found container_of-style from the embedded field, as
-        // the kernel's work items find theirs.
-        unsafe { ArcBorrow::from_raw(sq.byte_sub(offset).cast::<Self>()) }
-    }
 }
 
 /// Declares that a transport queue embeds an [`SqCq`] in the named field.
@@ -209,22 +191,10 @@ pub(crate) unsafe trait HasSqCq {
 /// ```
 macro_rules! impl_has_sq_cq {
     ($queue:ty, $field:ident) => {
-        // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is
-        // an `SqCq`, and `sq_cq` returns that field.
-        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
-        #[allow(unsafe_code)]
-        unsafe impl $crate::nvmet::HasSqCq for $queue {
+        impl $crate::nvmet::HasSqCq for $queue {
             fn sq_cq(&self) -> &$crate::nvmet::SqCq {
                 &self.$field
             }
-
-            const OFFSET: usize = {
-                // (raw pointers: a reference would also accept a field that derefs to one)
-                let _: fn(*const $queue) -> *const $crate::nvmet::SqCq =
-                    // SAFETY: only the field's address is taken, nothing is read.
-                    |queue| unsafe { &raw const (*queue).$field };
-                ::core::mem::offset_of!($queue, $field)
-            };
         }
     };
 }

@@ -100,17 +100,28 @@ struct PortEntry<T: Transport> {
     data: Option<T::Port>,
 }
 
-/// The address of a transport's ops table ([`Ops::handle`]), which its requests name when
-/// they start ([`super::Request::init`]).
-#[derive(Clone, Copy)]
-pub(crate) struct OpsRef(*const bindings::nvmet_fabrics_ops);
+/// The address of transport `T`'s ops table ([`Ops::handle`]), which its requests name
+/// when they start ([`super::Request::init`]).
+///
+/// # Invariants
+///
+/// The table of `T`, built by [`Ops::new`], which lives until the module unloads.
+pub(crate) struct OpsRef<T>(*const bindings::nvmet_fabrics_ops, PhantomData<fn() -> T>);
+
+impl<T> Clone for OpsRef<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for OpsRef<T> {}
 
 // SAFETY: an address, only passed to the core.
-unsafe impl Send for OpsRef {}
+unsafe impl<T> Send for OpsRef<T> {}
 // SAFETY: as above.
-unsafe impl Sync for OpsRef {}
+unsafe impl<T> Sync for OpsRef<T> {}
 
-impl OpsRef {
+impl<T> OpsRef<T> {
     /// The table.
     pub(super) fn as_raw(self) -> *const bindings::nvmet_fabrics_ops {
         self.0
@@ -181,8 +192,9 @@ impl<T: Transport> Ops<T> {
 
     /// A handle on the table for [`super::Request::init`], valid wherever the table moves
     /// (it is boxed).
-    pub(crate) fn handle(&self) -> OpsRef {
-        OpsRef(self.as_raw())
+    pub(crate) fn handle(&self) -> OpsRef<T> {
+        // INVARIANT: `T`'s table (the module keeps it registered until it unloads).
+        OpsRef(self.as_raw(), PhantomData)
     }
 
     /// `add_port`.
@@ -248,13 +260,21 @@ impl<T: Transport> Ops<T> {
     ///
     /// Called by the nvmet core for a request the transport passed to `nvmet_req_init`.
     unsafe extern "C" fn queue_response(req: *mut bindings::nvmet_req) {
-        // SAFETY: such a request is embedded in a live `T::Request`, and its `sq` (set by
-        // `nvmet_req_init`) is the submission queue of a `T::Queue` in an `Arc`, both alive
-        // until this returns (see `Transport`).
-        unsafe {
-            let queue = T::Queue::from_sq((*req).sq);
-            T::queue_response(queue, T::Request::from_req(req));
-        }
+        // SAFETY: a request started by `Request::init::<T>`: embedded in a `T::Request`
+        // that lives in its queue, whose `Arc` the request holds until it is taken here.
+        let (request, queue) = unsafe {
+            let request = T::Request::from_req(req);
+            let queue = super::request::Request::take_queue::<T>(req);
+            (request, queue)
+        };
+        let Some(queue) = queue else {
+            pr_err!("a completed request holds no queue; its response is not sent\n");
+            return;
+        };
+        T::queue_response(queue.as_arc_borrow(), request);
+        // (Not the queue's last reference: its owner destroys the queue's sq, which waits
+        // for this request to complete, while it holds the queue; see `SqCq::destroy`.)
+        drop(queue);
     }
 
     /// `delete_ctrl`.
@@ -277,7 +297,8 @@ impl<T: Transport> Ops<T> {
         port: *mut bindings::nvmet_port,
         traddr: *mut c_char,
     ) {
-        // SAFETY: the request's sq is that of a `T::Queue` in an `Arc` (see `Transport`). The port is
+        // SAFETY: a request started by `Request::init::<T>`, which holds its queue, and is
+        // being executed (it holds the queue until its completion). The port is
         // allocated (the core flushes its workqueue, where queues are released, before it
         // frees a port); `tr_ops` and `priv` cannot change during the call
         // (`nvmet_config_sem`), and while `tr_ops` is this transport's table, `priv` holds
@@ -286,7 +307,7 @@ impl<T: Transport> Ops<T> {
         let (queue, entry, configured, out) = unsafe {
             let ours = core::ptr::eq((*port).tr_ops, (*req).ops);
             (
-                T::Queue::from_sq((*req).sq),
+                super::request::Request::queue_of::<T>(req),
                 if ours {
                     (*port).priv_.cast::<PortEntry<T>>().as_ref()
                 } else {
@@ -299,7 +320,10 @@ impl<T: Transport> Ops<T> {
                 ),
             )
         };
-        T::disc_traddr(&queue, entry.and_then(|e| e.data.as_ref()), configured, out);
+        let Some(queue) = queue else {
+            return;
+        };
+        T::disc_traddr(queue, entry.and_then(|e| e.data.as_ref()), configured, out);
     }
 
     /// `host_traddr`.

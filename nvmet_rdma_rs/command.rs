@@ -35,7 +35,7 @@
 use crate::nvmet::{
     request::{impl_has_request, DataSgls, Request, RequestState},
     sq::SqEntered,
-    EnabledPort, HasSqCq, OpsRef, SqCq,
+    EnabledPort, HasSqCq, OpsRef, SqCq, Transport,
 };
 use crate::rdma::{
     cqe::impl_has_cqe,
@@ -70,7 +70,9 @@ pub(crate) use stats::QueueStats;
 ///
 /// The queue embeds the [`SlotLists`] and [`QueueStats`] and holds the [`Io`]; the data
 /// path reaches them through this trait, so that it does not depend on the queue's type.
-pub(crate) trait Connection: HasSqCq + Sync {
+pub(crate) trait Connection: HasSqCq + Sync + Sized {
+    /// The nvmet transport whose queue this is.
+    type Transport: Transport<Queue = Self, Request = RspSlot>;
     /// The queue's buffers and slots, once set up.
     fn io(&self) -> Option<&Io>;
     /// The queue's slot lists.
@@ -80,7 +82,7 @@ pub(crate) trait Connection: HasSqCq + Sync {
     /// The nvmet port the queue came in through, for its requests.
     fn nvmet_port(&self) -> &EnabledPort;
     /// The transport's ops table, for its requests.
-    fn ops(&self) -> OpsRef;
+    fn ops(&self) -> OpsRef<Self::Transport>;
     /// The queue's number, for log lines.
     fn number(&self) -> u32;
     /// Whether the queue is being torn down (commands are dropped).
@@ -99,7 +101,7 @@ pub(crate) const RESPONSE_SIZE: usize = 16;
 
 /// What a response slot knows about its command, and what the command holds; touched only
 /// by the slot's current owner (see [`RspSlot`]).
-struct RspState {
+pub(crate) struct RspState {
     in_use: bool,
     /// The receive slot the command arrived in.
     cmd: u32,
@@ -410,17 +412,18 @@ impl Io {
         owner.in_capsule = false;
         owner.n_rdma = 0;
         owner.invalidate = None;
-        // SAFETY: the capsule stays put until the receive is posted again, after the
-        // response; the response buffer and the slot live as long as the queue, which
-        // drains its slots before it goes; the port stays registered while the queue exists
-        // (the core flushes `nvmet_wq`, where queues are released, before it frees a port);
-        // the ops are the target's, whose `Transport::Request` is `RspSlot`
-        // (`impl_has_request!`) and whose `Transport::Queue` embeds the `SqCq` of `sq`.
+        // SAFETY: the port is the one the queue came in through: the port's removal closes
+        // its queues (`Port::disable`), whose release runs on `nvmet_wq`, which the core
+        // flushes before it frees the port.
         let started = unsafe {
             Request::init(
                 owner,
                 AWAIT_CORE,
-                capsules,
+                queue,
+                |queue| {
+                    let io = queue.io()?;
+                    Some((io.rsps.get(rsp_index as usize)?, io.recv.capsules()))
+                },
                 offset,
                 sq,
                 queue.nvmet_port(),

@@ -13,7 +13,7 @@ use crate::nvmet::{
     Ctrl, CtrlId, PortConfig, Transport,
 };
 use crate::queue::Queue;
-use crate::target::Target;
+use crate::target::{NvmetRdma, Target};
 use crate::wire::queue_size;
 use kernel::{
     prelude::*,
@@ -26,9 +26,6 @@ const MAX_MDTS: u8 = 8;
 const _: () = assert!(1 << MAX_MDTS == crate::queue::MAX_TRANSFER_PAGES);
 /// `NVMET_RDMA_MAX_METADATA_MDTS`, with protection information.
 const MAX_METADATA_MDTS: u8 = 5;
-
-/// The NVMe/RDMA transport, as the nvmet core sees it.
-pub(crate) struct NvmetRdma;
 
 #[vtable]
 impl Transport for NvmetRdma {

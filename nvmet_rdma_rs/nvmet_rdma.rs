@@ -38,7 +38,6 @@ mod wire;
 /// The owner name the RDMA core records for this module's verbs objects.
 pub(crate) const MODULE_NAME: &kernel::prelude::CStr = c"nvmet_rdma_rs";
 
-use fabrics::NvmetRdma;
 use kernel::{
     debugfs::{Dir, File},
     fmt,
@@ -47,6 +46,7 @@ use kernel::{
 };
 use nvmet::abi;
 use rdma::{signature, ClientRegistration, DeviceLog, DEVICE_LOG};
+use target::NvmetRdma;
 use target::Target;
 
 module! {

@@ -18,7 +18,7 @@ use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
     rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Pd, PollContext, QpCaps, SocketAddr,
 };
-use crate::target::{ListedQueue, Target};
+use crate::target::{ListedQueue, NvmetRdma, Target};
 use crate::wire::ConnectData;
 use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use kernel::{
@@ -274,6 +274,8 @@ impl Queue {
 }
 
 impl Connection for Queue {
+    type Transport = NvmetRdma;
+
     fn io(&self) -> Option<&Io> {
         self.io.as_ref()
     }
@@ -290,7 +292,7 @@ impl Connection for Queue {
         self.port.nvmet()
     }
 
-    fn ops(&self) -> OpsRef {
+    fn ops(&self) -> OpsRef<NvmetRdma> {
         self.target.ops()
     }
 

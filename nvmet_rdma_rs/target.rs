@@ -40,6 +40,9 @@ pub(crate) trait ListedQueue: Send + Sync {
     fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
+/// The NVMe/RDMA transport, as the nvmet core sees it (its callbacks: `fabrics`).
+pub(crate) struct NvmetRdma;
+
 /// Ports and queues of the loaded transport.
 #[pin_data]
 pub(crate) struct Target {
@@ -60,13 +63,13 @@ pub(crate) struct Target {
     next_queue: AtomicU32,
     workqueue: OwnedQueue,
     /// The transport's ops table, for starting requests (registered until unload).
-    ops: OpsRef,
+    ops: OpsRef<NvmetRdma>,
 }
 
 impl Target {
     /// Creates the state for the transport with ops table `ops` and makes it what
     /// [`Target::get`] finds.
-    pub(crate) fn install(ops: OpsRef) -> Result<Arc<Self>> {
+    pub(crate) fn install(ops: OpsRef<NvmetRdma>) -> Result<Arc<Self>> {
         let workqueue = OwnedQueue::new(c"nvmet_rdma_rs")?;
         let target = Arc::pin_init(
             pin_init!(Self {
@@ -97,7 +100,7 @@ impl Target {
     }
 
     /// The transport's ops table.
-    pub(crate) fn ops(&self) -> OpsRef {
+    pub(crate) fn ops(&self) -> OpsRef<NvmetRdma> {
         self.ops
     }
 
