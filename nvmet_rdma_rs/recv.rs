@@ -85,7 +85,7 @@ impl SlotSet {
         })
     }
 
-    /// An SRQ on `pd` (of `device`) of up to `count` slots with `inline_size` bytes of
+    /// An SRQ on `pd` (of `device`) of `count` slots with `inline_size` bytes of
     /// in-capsule data each, its receives made (not posted).
     pub(crate) fn shared(
         device: &Device,
@@ -94,9 +94,7 @@ impl SlotSet {
         inline_size: u32,
     ) -> Result<Arc<SharedSlots>> {
         let sges = if inline_size > 0 { 2 } else { 1 };
-        let srq = Srq::new(pd, count, sges, |granted| {
-            Self::new(device, granted.min(count), inline_size)
-        })?;
+        let srq = Srq::new(pd, count, sges, Self::new(device, count, inline_size)?)?;
         let set = srq.contents();
         for cmd in set.cmds.iter() {
             let index = cmd.index as usize;

@@ -169,12 +169,10 @@ impl<'a> Qp<'a> {
         wr.__bindgen_anon_1.wr_cqe = record.cast();
         wr.sg_list = &mut sge;
         wr.num_sge = 1;
-        let mut bad: *const bindings::ib_recv_wr = core::ptr::null();
-        // SAFETY: the QP is live (invariant of `from_raw`); the provider copies `wr` and
-        // `sge` before returning (and may point `bad` at `wr`); the record keeps the
-        // buffer mapped until completion.
-        let ret = unsafe { bindings::rdma_rs_ib_post_recv(self.qp.as_ptr(), &wr, &mut bad) };
-        finish_post::<F>(self.records, ret, core::ptr::eq(bad, &wr), record)
+        // SAFETY: the provider copies `wr` and `sge` before returning; the record (the
+        // request's entry) keeps the buffer mapped until completion or the QP's end.
+        let (ret, refused) = posted(unsafe { self.gate.post_recv(&wr) });
+        finish_post::<F>(self.records, ret, refused, record)
     }
 
     /// Posts a send queue operation, signalled; `on_done` runs with its completion.
@@ -264,12 +262,11 @@ impl<'a> Qp<'a> {
         let wr = if use_reg { &mut reg.wr } else { &mut rdma.wr };
         wr.__bindgen_anon_1.wr_cqe = record.cast();
         wr.send_flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
-        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-        // SAFETY: the QP is live (invariant of `from_raw`); the provider copies the request
-        // and its SGE before returning (and may point `bad` at it); the record keeps
-        // buffers and MRs alive until the completion, which is signalled, runs.
-        let ret = unsafe { bindings::rdma_rs_ib_post_send(self.qp.as_ptr(), wr, &mut bad) };
-        finish_post::<F>(self.records, ret, core::ptr::eq(bad, wr), record)
+        // SAFETY: the provider copies the request and its SGE before returning; the record
+        // (the request's entry) keeps buffers and MRs alive until the completion, which is
+        // signalled, runs, or the QP ends.
+        let (ret, refused) = posted(unsafe { self.gate.post_send(wr) });
+        finish_post::<F>(self.records, ret, refused, record)
     }
 }
 
@@ -312,14 +309,22 @@ impl Qp<'_> {
                 // Nothing posted: the record goes, and its context with what it mapped.
                 Err(e) => return finish_post::<F>(self.records, e.to_errno(), true, record),
             };
-            let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-            // SAFETY: the QP is live; `first` heads the context's requests, which the
-            // provider copies before it returns; the last carries the record's entry, and
-            // the record (with the context and the buffer it maps) lives until that
-            // completion ran or the QP ended (`in_flight`).
-            let ret = unsafe { bindings::rdma_rs_ib_post_send(self.qp.as_ptr(), first, &mut bad) };
-            finish_post::<F>(self.records, ret, core::ptr::eq(bad, first), record)
+            // SAFETY: `first` heads the context's requests, which the provider copies
+            // before it returns; the last carries the record's entry, and the record (with
+            // the context and the buffer it maps) lives until that completion ran or the
+            // QP ended (`in_flight`).
+            let (ret, refused) = posted(unsafe { self.gate.post_send(first) });
+            finish_post::<F>(self.records, ret, refused, record)
         })
+    }
+}
+
+/// A post's result as [`finish_post`] takes it: the errno (0 on success) and whether
+/// nothing was posted.
+fn posted(result: Result<(), (Error, bool)>) -> (core::ffi::c_int, bool) {
+    match result {
+        Ok(()) => (0, false),
+        Err((e, refused)) => (e.to_errno(), refused),
     }
 }
 

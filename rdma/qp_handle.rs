@@ -12,12 +12,12 @@
 //! after the drain fails with `ENOTCONN`, and nothing reaches a destroyed QP.
 
 use super::{bindings, cqe::Cqe, slot::Prepared, DmaBuf};
-use core::ptr::{self, NonNull};
+use core::{mem::MaybeUninit, ptr};
 use kernel::{
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
-        Arc,
+        Arc, UniqueArc,
     },
 };
 
@@ -40,7 +40,7 @@ const GONE: u32 = 2;
 /// 0, every later use sees the new state: after [`QpGate::close`] nothing is posted, and
 /// after [`QpGate::retire`] nothing reaches the QP.
 pub(super) struct QpGate {
-    qp: NonNull<bindings::ib_qp>,
+    qp: *mut bindings::ib_qp,
     port: u32,
     state: Atomic<u32>,
     users: Atomic<u32>,
@@ -53,22 +53,26 @@ unsafe impl Send for QpGate {}
 unsafe impl Sync for QpGate {}
 
 impl QpGate {
-    /// The gate of `qp` of port `port`, open.
+    /// The gate of `qp` of port `port`, open, in `place` (allocated before the QP, so
+    /// that making the gate cannot fail once the QP exists).
     ///
     /// # Safety
     ///
     /// `qp` is live, and stays live until [`QpGate::retire`] returned.
-    pub(super) unsafe fn new(qp: NonNull<bindings::ib_qp>, port: u32) -> Result<Arc<Self>> {
+    pub(super) unsafe fn new(
+        place: UniqueArc<MaybeUninit<Self>>,
+        qp: *mut bindings::ib_qp,
+        port: u32,
+    ) -> Arc<Self> {
         // INVARIANT: open; the QP is live until `retire` (the caller's promise).
-        Ok(Arc::new(
-            Self {
+        place
+            .write(Self {
                 qp,
                 port,
                 state: Atomic::new(OPEN),
                 users: Atomic::new(0),
-            },
-            GFP_KERNEL,
-        )?)
+            })
+            .into()
     }
 
     /// Runs `f` on the QP if the gate's state is at most `upto`; `ENOTCONN` otherwise.
@@ -79,7 +83,7 @@ impl QpGate {
     ) -> Result<R> {
         self.users.fetch_add(1, Full);
         let result = if self.state.load(Relaxed) <= upto {
-            f(self.qp.as_ptr())
+            f(self.qp)
         } else {
             Err(super::code::enotconn())
         };
@@ -96,6 +100,52 @@ impl QpGate {
         while self.users.load(Acquire) != 0 {
             kernel::time::delay::fsleep(kernel::time::Delta::from_micros(50));
         }
+    }
+
+    /// Posts the chain of send work requests that starts at `first`, unless posting is
+    /// closed (`ENOTCONN`). On failure, whether nothing was posted: refused here, or the
+    /// provider refused the chain's first request (see [`QpHandle::post_send_raw`]).
+    ///
+    /// # Safety
+    ///
+    /// `first` and the requests it links to are valid for the call; the completion entry
+    /// each carries, and the memory it points to, stay alive and in place until its
+    /// completion ran or the QP was drained, and an entry made with [`Cqe::on_qp`] lives
+    /// where the QP's completions find it (the handler of the id that owns the QP).
+    pub(super) unsafe fn post_send(
+        &self,
+        first: *const bindings::ib_send_wr,
+    ) -> Result<(), (Error, bool)> {
+        let mut bad: *const bindings::ib_send_wr = ptr::null();
+        let mut at_gate = true;
+        let posted = self.with_qp(OPEN, |qp| {
+            at_gate = false;
+            // SAFETY: the QP is live while the gate lets the call through (type
+            // invariant); the provider copies the requests before it returns (the
+            // function's safety section), and may point `bad` at one of them.
+            kernel::error::to_result(unsafe { bindings::rdma_rs_ib_post_send(qp, first, &mut bad) })
+        });
+        posted.map_err(|e| (e, at_gate || ptr::eq(bad, first)))
+    }
+
+    /// Posts the receive `wr`, unless posting is closed (`ENOTCONN`). On failure, whether
+    /// nothing was posted (as for [`QpGate::post_send`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`QpGate::post_send`], for `wr`.
+    pub(super) unsafe fn post_recv(
+        &self,
+        wr: *const bindings::ib_recv_wr,
+    ) -> Result<(), (Error, bool)> {
+        let mut bad: *const bindings::ib_recv_wr = ptr::null();
+        let mut at_gate = true;
+        let posted = self.with_qp(OPEN, |qp| {
+            at_gate = false;
+            // SAFETY: as in `post_send`.
+            kernel::error::to_result(unsafe { bindings::rdma_rs_ib_post_recv(qp, wr, &mut bad) })
+        });
+        posted.map_err(|e| (e, at_gate || ptr::eq(bad, wr)))
     }
 
     /// Closes posting and waits for the posts under way: from now on, a post through a
@@ -134,7 +184,7 @@ impl QpHandle {
 
     /// The QP's address, only compared (with completions and drains).
     pub(super) fn address(&self) -> usize {
-        self.gate.qp.as_ptr() as usize
+        self.gate.qp as usize
     }
 
     /// Whether `other` is a handle on the same QP.
@@ -172,34 +222,20 @@ impl QpHandle {
         &self,
         first: *const bindings::ib_send_wr,
     ) -> Result<(), (Error, bool)> {
-        let mut bad: *const bindings::ib_send_wr = ptr::null();
-        let mut at_gate = true;
-        let posted = self.gate.with_qp(OPEN, |qp| {
-            at_gate = false;
-            // SAFETY: the QP is live while the gate lets the call through (`QpGate`'s
-            // invariant); the provider copies the requests before it returns (the
-            // function's safety section), and may point `bad` at one of them.
-            let ret = unsafe { bindings::rdma_rs_ib_post_send(qp, first, &mut bad) };
-            kernel::error::to_result(ret)
-        });
-        // (refused at the gate: nothing was posted)
-        posted.map_err(|e| (e, at_gate || ptr::eq(bad, first)))
+        // SAFETY: the function's safety section.
+        unsafe { self.gate.post_send(first) }
     }
 
     /// Posts the receive `wr`, which must have been made for this QP (`EINVAL`
     /// otherwise); `ENOTCONN` once the QP's drain began.
     pub(crate) fn post_recv(&self, wr: &RecvWr) -> Result {
         match &wr.target {
-            RecvTarget::Qp(qp) if qp.same_qp(self) => (),
+            PostTarget::Qp(qp) if qp.same_qp(self) => (),
             _ => return Err(EINVAL),
         }
-        self.gate.with_qp(OPEN, |qp| {
-            // SAFETY: the QP is live while the gate lets the call through; the provider
-            // copies `wr` before it returns; its completion entry and buffers outlive it
-            // (`RecvWr`'s invariant).
-            let ret = unsafe { bindings::rdma_rs_ib_post_recv(qp, wr.as_ptr(), ptr::null_mut()) };
-            kernel::error::to_result(ret)
-        })
+        // SAFETY: the request is valid and made for this QP; its completion entry and
+        // buffers outlive it (`RecvWr`'s invariant).
+        unsafe { self.gate.post_recv(wr.as_ptr()) }.map_err(|(e, _)| e)
     }
 }
 
@@ -226,25 +262,21 @@ pub(crate) struct SendWr {
 unsafe impl Send for SendWr {}
 
 impl SendWr {
-    /// A SEND on `qp` of `len` bytes at `offset` of `buf` (registered with `lkey`),
-    /// whose completion runs `T`'s handler `ID`. `inline`: the provider copies the bytes
-    /// when the SEND is posted (`IB_SEND_INLINE`; only for as many bytes as the QP takes
-    /// inline). `EINVAL` past the end of `buf`.
-    ///
-    /// # Safety
-    ///
-    /// The object that embeds `cqe` stays alive and in place as long as `qp`'s QP can
-    /// complete requests (until it was drained), and, for an entry made with
-    /// [`Cqe::on_qp`], lives in the handler of the id that owns the QP.
-    pub(super) unsafe fn new<T, const ID: u64>(
-        qp: QpHandle,
-        cqe: &Cqe<T, ID>,
+    /// A SEND of `len` bytes at `offset` of `buf`, on the QP `entry` is bound to and
+    /// completing on that entry. `inline`: the provider copies the bytes when the SEND is
+    /// posted (`IB_SEND_INLINE`; only for as many bytes as the QP takes inline). `EINVAL`
+    /// past the end of `buf`, or for an entry bound to an SRQ.
+    pub(super) fn new(
+        entry: BoundCqe,
         buf: &DmaBuf,
         offset: usize,
         len: u32,
-        lkey: u32,
         inline: bool,
     ) -> Result<Self> {
+        let BoundCqe { on, cqe, lkey } = entry;
+        let PostTarget::Qp(qp) = on else {
+            return Err(EINVAL);
+        };
         let mut flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
         let sge = if inline {
             flags |= bindings::ib_send_flags_IB_SEND_INLINE;
@@ -253,15 +285,16 @@ impl SendWr {
             Range { buf, offset, len }.sge(lkey)?
         };
         let mut wr = bindings::ib_send_wr::default();
-        wr.__bindgen_anon_1.wr_cqe = cqe.as_raw();
+        wr.__bindgen_anon_1.wr_cqe = cqe;
         wr.num_sge = 1;
         wr.opcode = bindings::ib_wr_opcode_IB_WR_SEND;
         wr.send_flags = flags;
-        // INVARIANT: the caller's promise; the buffer is kept.
+        // INVARIANT: the entry outlives the requests posted on `qp` (`BoundCqe`); the
+        // buffer is kept.
         Ok(Self {
             wr,
             sge,
-            cqe: cqe.as_raw() as usize,
+            cqe: cqe as usize,
             qp,
             buf: buf.clone(),
         })
@@ -329,12 +362,62 @@ impl Range<'_> {
     }
 }
 
-/// Where a [`RecvWr`] is posted.
-pub(super) enum RecvTarget {
+/// Where work requests are posted.
+pub(super) enum PostTarget {
     /// On a QP, through its handle.
     Qp(QpHandle),
-    /// On the SRQ at this address (only compared: the SRQ owns the request).
+    /// On the SRQ at this address (only compared: the SRQ owns its requests).
     Srq(usize),
+}
+
+/// A completion entry bound to where the requests that carry it are posted, which it
+/// outlives; made by the owner of that QP or SRQ ([`super::CmId::send_wr`] and the like,
+/// [`super::Srq::recv_wr`]) from an entry it holds.
+///
+/// # Invariants
+///
+/// The object that embeds the entry at `cqe` stays alive and in place as long as requests
+/// posted on `on` can complete (until the QP was drained, or the SRQ destroyed); an entry
+/// made with [`Cqe::on_qp`] lives where the completions on `on` find it: in the handler of
+/// the CM id that owns the QP, or in an SRQ that only QPs of such ids use. `lkey` is the
+/// local DMA key of the PD of `on`.
+pub(crate) struct BoundCqe {
+    on: PostTarget,
+    cqe: *mut bindings::ib_cqe,
+    lkey: u32,
+}
+
+impl BoundCqe {
+    /// Binds `cqe` to `on`, whose PD's local DMA key is `lkey`.
+    ///
+    /// # Safety
+    ///
+    /// As the type's invariants say.
+    pub(super) unsafe fn new<T, const ID: u64>(
+        on: PostTarget,
+        cqe: &Cqe<T, ID>,
+        lkey: u32,
+    ) -> Self {
+        // INVARIANT: the caller's promise.
+        Self {
+            on,
+            cqe: cqe.as_raw(),
+            lkey,
+        }
+    }
+
+    /// The QP the entry is bound to; `None` for an SRQ.
+    pub(super) fn qp(&self) -> Option<&QpHandle> {
+        match &self.on {
+            PostTarget::Qp(qp) => Some(qp),
+            PostTarget::Srq(_) => None,
+        }
+    }
+
+    /// The entry, for a work request.
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_cqe {
+        self.cqe
+    }
 }
 
 /// The request and entries of a [`RecvWr`], boxed so that the request's pointer to its
@@ -357,7 +440,7 @@ struct RecvWrInner {
 /// destroyed); `bufs`, whose memory the entries name, are kept.
 pub(crate) struct RecvWr {
     inner: KBox<RecvWrInner>,
-    pub(super) target: RecvTarget,
+    pub(super) target: PostTarget,
     bufs: [Option<DmaBuf>; 2],
 }
 
@@ -367,23 +450,18 @@ unsafe impl Send for RecvWr {}
 unsafe impl Sync for RecvWr {}
 
 impl RecvWr {
-    /// A receive for `target` into `first` and, if given, `second` (both registered with
-    /// `lkey`), whose completion runs `T`'s handler `ID`. `EINVAL` for a range past the
-    /// end of its buffer.
-    ///
-    /// # Safety
-    ///
-    /// The object that embeds `cqe` stays alive and in place as long as the request can
-    /// complete on `target` (until its QP was drained, or its SRQ destroyed), and, for an
-    /// entry made with [`Cqe::on_qp`], lives where the QPs that take the request find it:
-    /// in the handler of the id that owns the QP, or in the SRQ, which only such QPs use.
-    pub(super) unsafe fn new<T, const ID: u64>(
-        target: RecvTarget,
-        cqe: &Cqe<T, ID>,
-        lkey: u32,
+    /// A receive into `first` and, if given, `second`, on the QP or SRQ `entry` is bound
+    /// to and completing on that entry. `EINVAL` for a range past the end of its buffer.
+    pub(super) fn new(
+        entry: BoundCqe,
         first: Range<'_>,
         second: Option<Range<'_>>,
     ) -> Result<Self> {
+        let BoundCqe {
+            on: target,
+            cqe,
+            lkey,
+        } = entry;
         let mut sge = [bindings::ib_sge::default(); 2];
         sge[0] = first.sge(lkey)?;
         let mut num_sge = 1;
@@ -394,12 +472,12 @@ impl RecvWr {
             bufs[1] = Some(second.buf.clone());
         }
         let mut wr = bindings::ib_recv_wr::default();
-        wr.__bindgen_anon_1.wr_cqe = cqe.as_raw();
+        wr.__bindgen_anon_1.wr_cqe = cqe;
         wr.num_sge = num_sge;
         let mut inner = KBox::new(RecvWrInner { wr, sge }, GFP_KERNEL)?;
         inner.wr.sg_list = inner.sge.as_mut_ptr();
-        // INVARIANT: `sg_list` points into the box; the buffers are kept; the rest is the
-        // caller's promise.
+        // INVARIANT: `sg_list` points into the box; the buffers are kept; the entry
+        // outlives the requests posted on `target` (`BoundCqe`).
         Ok(Self {
             inner,
             target,

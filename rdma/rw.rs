@@ -16,8 +16,7 @@
 
 use super::{
     bindings,
-    cqe::Cqe,
-    qp_handle::{QpHandle, SendWr},
+    qp_handle::{BoundCqe, QpHandle, SendWr},
     signature::{SigAttrs, SigError},
     slot::Prepared,
     Device, WorkCompletion,
@@ -92,7 +91,7 @@ struct Mapping<S> {
 /// # Invariants
 ///
 /// The owners of the entries (if any) stay alive and in place as long as the QP can
-/// complete requests (until it was drained), and, for entries made with [`Cqe::on_qp`],
+/// complete requests (until it was drained), and, for entries made with [`super::Cqe::on_qp`],
 /// live in the handler of the id that owns the QP.
 pub(crate) struct RwBinding {
     qp: QpHandle,
@@ -100,24 +99,21 @@ pub(crate) struct RwBinding {
 }
 
 impl RwBinding {
-    /// A binding to `qp` whose transfers posted alone complete on `from_remote` (READs)
-    /// and `to_remote` (WRITEs).
-    ///
-    /// # Safety
-    ///
-    /// The objects that embed both entries stay alive and in place as long as `qp`'s QP
-    /// can complete requests (until it was drained), and, for entries made with
-    /// [`Cqe::on_qp`], live in the handler of the id that owns the QP.
-    pub(super) unsafe fn new<T, const R: u64, U, const W: u64>(
-        qp: QpHandle,
-        from_remote: &Cqe<T, R>,
-        to_remote: &Cqe<U, W>,
-    ) -> Self {
-        // INVARIANT: the caller's promise.
-        Self {
-            qp,
-            completions: Some((from_remote.as_raw(), to_remote.as_raw())),
+    /// A binding to the QP both entries are bound to, whose transfers posted alone
+    /// complete on `from_remote` (READs) and `to_remote` (WRITEs). `EINVAL` unless both are
+    /// bound to the same QP.
+    pub(super) fn new(from_remote: BoundCqe, to_remote: BoundCqe) -> Result<Self> {
+        let (Some(qp), Some(other)) = (from_remote.qp(), to_remote.qp()) else {
+            return Err(EINVAL);
+        };
+        if !qp.same_qp(other) {
+            return Err(EINVAL);
         }
+        // INVARIANT: both entries outlive the requests posted on `qp` (`BoundCqe`).
+        Ok(Self {
+            qp: qp.clone(),
+            completions: Some((from_remote.as_raw(), to_remote.as_raw())),
+        })
     }
 
     /// A binding to `qp` for a context that only posts through [`RwCtx::wrs`], with the

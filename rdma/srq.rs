@@ -13,11 +13,14 @@
 use super::{
     bindings,
     cqe::{Cqe, HasCqe, QpCqeHandler},
-    qp_handle::{Range, RecvTarget, RecvWr},
+    qp_handle::{BoundCqe, PostTarget, Range, RecvWr},
     Pd,
 };
 use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{Arc, UniqueArc},
+};
 
 /// An owned basic SRQ holding `X`, whose receives complete on `S`'s completion entries;
 /// destroyed on drop, before `X`.
@@ -43,14 +46,10 @@ unsafe impl<X: Sync, S> Sync for Srq<X, S> {}
 
 impl<X, S> Srq<X, S> {
     /// Creates an SRQ on `pd` holding up to `max_wr` receives of `max_sge` entries each,
-    /// and its contents, made by `contents` for the number of receives the device
-    /// granted ([`Srq::max_wr`]).
-    pub(crate) fn new(
-        pd: &Arc<Pd>,
-        max_wr: u32,
-        max_sge: u32,
-        contents: impl FnOnce(u32) -> Result<X>,
-    ) -> Result<Arc<Self>> {
+    /// with its contents.
+    pub(crate) fn new(pd: &Arc<Pd>, max_wr: u32, max_sge: u32, contents: X) -> Result<Arc<Self>> {
+        // (the memory first: nothing fails once the SRQ exists)
+        let place = UniqueArc::new_uninit(GFP_KERNEL)?;
         let mut attr: bindings::ib_srq_init_attr = pin_init::zeroed();
         attr.attr.max_wr = max_wr;
         attr.attr.max_sge = max_sge;
@@ -58,32 +57,16 @@ impl<X, S> Srq<X, S> {
         // SAFETY: the PD is live (it is kept in the result); `attr` is valid for the call.
         let srq = unsafe { bindings::rdma_rs_ib_create_srq(pd.as_raw(), &mut attr) };
         let srq = super::from_err_ptr(srq)?;
-        let destroy = || {
-            // SAFETY: just created, no receive posted and no QP on it.
-            unsafe { bindings::rdma_rs_ib_destroy_srq(srq.as_ptr()) };
-        };
-        let contents = match contents(attr.attr.max_wr) {
-            Ok(contents) => contents,
-            Err(e) => {
-                destroy();
-                return Err(e);
-            }
-        };
         // INVARIANT: made in an `Arc`; destroyed only by `Drop` from here on.
-        Arc::new(
-            Self {
+        Ok(place
+            .write(Self {
                 srq,
                 max_wr: attr.attr.max_wr,
                 pd: pd.clone(),
                 contents,
                 _slots: PhantomData,
-            },
-            GFP_KERNEL,
-        )
-        .map_err(|e| {
-            destroy();
-            e.into()
-        })
+            })
+            .into())
     }
 
     /// The raw pointer, for QP creation in this layer.
@@ -120,19 +103,20 @@ impl<X, S> Srq<X, S> {
         S: HasCqe + QpCqeHandler,
     {
         let cqe = place(&self.contents).ok_or(ENOENT)?;
-        let target = RecvTarget::Srq(self.as_raw() as usize);
+        let target = PostTarget::Srq(self.as_raw() as usize);
         // SAFETY: the entry lives, in place, in the SRQ's contents (`place` borrows it from
         // there for any lifetime), which go only after the SRQ is destroyed and never move
         // (type invariant); only QPs of `CmId<S::Connection>`s take from the SRQ
-        // (`create_qp_on_srq`).
-        unsafe { RecvWr::new(target, cqe, self.pd.local_dma_lkey(), first, second) }
+        // (`create_qp_on_srq`); the key is the SRQ's PD's.
+        let entry = unsafe { BoundCqe::new(target, cqe, self.pd.local_dma_lkey()) };
+        RecvWr::new(entry, first, second)
     }
 
     /// Posts the receive `wr`, which must have been made for this SRQ (`EINVAL`
     /// otherwise).
     pub(crate) fn post(&self, wr: &RecvWr) -> Result {
         match wr.target {
-            RecvTarget::Srq(srq) if srq == self.as_raw() as usize => (),
+            PostTarget::Srq(srq) if srq == self.as_raw() as usize => (),
             _ => return Err(EINVAL),
         }
         // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it returns;

@@ -8,7 +8,7 @@ use crate::rdma::{
     bindings,
     cqe::{Cqe, HasCqe, QpCqeHandler},
     qp::{Local, Qp, QpRecords},
-    qp_handle::{QpGate, QpHandle, Range, RecvTarget, RecvWr, SendWr},
+    qp_handle::{BoundCqe, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
     rw::{Drained, RwBinding},
     Cq, DmaBuf, Pd, Srq,
 };
@@ -18,7 +18,7 @@ use core::{
 };
 use kernel::{
     prelude::*,
-    sync::{Arc, ArcBorrow},
+    sync::{Arc, ArcBorrow, UniqueArc},
 };
 
 /// Sizes of a QP.
@@ -154,6 +154,8 @@ impl<T: CmHandler> CmId<T> {
         }
         let device = self.device().ok_or(ENODEV)?;
         let records = KBox::pin_init(QpRecords::new(), GFP_KERNEL)?;
+        // (the gate's memory, taken before the QP exists: nothing fails after its creation)
+        let gate = UniqueArc::new_uninit(GFP_KERNEL)?;
         // Every work request the QP can hold: soft providers (rxe, siw) complete each
         // flushed one, signalled or not, so a teardown under load can have them all
         // pending at once. The RDMA core adds send queue entries for the `rdma_rw`
@@ -242,20 +244,7 @@ impl<T: CmHandler> CmId<T> {
         };
         // SAFETY: `rdma_create_qp` succeeded, so the id's QP is live; `Drop` retires the
         // gate before it destroys the QP.
-        let gate = unsafe {
-            QpGate::new(
-                NonNull::new((*self.raw()).qp).ok_or(EINVAL)?,
-                self.port_num(),
-            )
-        };
-        let gate = match gate {
-            Ok(gate) => gate,
-            Err(e) => {
-                // SAFETY: the QP was just created on this id and nothing was posted on it.
-                unsafe { bindings::rdma_destroy_qp(self.raw()) };
-                return Err(e);
-            }
-        };
+        let gate = unsafe { QpGate::new(gate, (*self.raw()).qp, self.port_num()) };
         self.verbs = Some(Verbs {
             cq,
             pd,
@@ -315,14 +304,7 @@ impl<T: CmHandler> CmId<T> {
     where
         S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
     {
-        let (qp, lkey) = self.posting_on()?;
-        let handler = self.handler();
-        let cqe = place(&handler).ok_or(ENOENT)?;
-        // SAFETY: the entry lives, in place, in this id's handler (`place` borrows it from
-        // there for any lifetime, so it lives as long as the handler), which the id keeps
-        // until its QP was drained and destroyed (`Drop`); its owner's completions find
-        // that handler (`S::Connection` is `T`).
-        unsafe { SendWr::new(qp, cqe, buf, offset, len, lkey, inline) }
+        SendWr::new(self.entry_in_handler(place)?, buf, offset, len, inline)
     }
 
     /// A receive on the QP into `first` and, if given, `second` (registered with the PD's
@@ -338,12 +320,7 @@ impl<T: CmHandler> CmId<T> {
     where
         S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
     {
-        let (qp, lkey) = self.posting_on()?;
-        let handler = self.handler();
-        let cqe = place(&handler).ok_or(ENOENT)?;
-        // SAFETY: as in `send_wr`: the entry lives in this id's handler, kept until the QP
-        // was drained and destroyed.
-        unsafe { RecvWr::new(RecvTarget::Qp(qp), cqe, lkey, first, second) }
+        RecvWr::new(self.entry_in_handler(place)?, first, second)
     }
 
     /// Binds `rdma_rw` contexts to the QP ([`super::super::rw::RwCtx::bind`]): their
@@ -352,7 +329,7 @@ impl<T: CmHandler> CmId<T> {
     /// before the QP exists.
     pub(crate) fn rw_binding<S, const R: u64, const W: u64>(
         &self,
-        place: impl for<'a> FnOnce(&'a T) -> Option<(&'a Cqe<S, R>, &'a Cqe<S, W>)>,
+        place: impl for<'a> Fn(&'a T) -> Option<(&'a Cqe<S, R>, &'a Cqe<S, W>)>,
     ) -> Result<RwBinding>
     where
         S: HasCqe<R>
@@ -360,19 +337,35 @@ impl<T: CmHandler> CmId<T> {
             + HasCqe<W>
             + QpCqeHandler<W, Connection = T>,
     {
-        let (qp, _) = self.posting_on()?;
-        let handler = self.handler();
-        let (from_remote, to_remote) = place(&handler).ok_or(ENOENT)?;
-        // SAFETY: as in `send_wr`: both entries live in this id's handler, kept until the
-        // QP was drained and destroyed.
-        Ok(unsafe { RwBinding::new(qp, from_remote, to_remote) })
+        let from_remote = self.entry_in_handler(|handler| Some(place(handler)?.0))?;
+        let to_remote = self.entry_in_handler(|handler| Some(place(handler)?.1))?;
+        RwBinding::new(from_remote, to_remote)
     }
 
-    /// The QP's handle and the PD's local DMA lkey; `ENOTCONN` before the QP exists.
-    fn posting_on(&self) -> Result<(QpHandle, u32)> {
+    /// The entry `place` finds in this id's handler (`ENOENT` if none), bound to the QP
+    /// (`ENOTCONN` before it exists).
+    ///
+    /// The entry lives in the handler, which this id keeps until its QP is drained and
+    /// destroyed, so requests carrying it may be posted as long as the QP takes requests.
+    fn entry_in_handler<S, const ID: u64>(
+        &self,
+        place: impl for<'a> FnOnce(&'a T) -> Option<&'a Cqe<S, ID>>,
+    ) -> Result<BoundCqe>
+    where
+        S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
+    {
         let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
-        let pd = self.pd().ok_or_else(crate::rdma::code::enotconn)?;
-        Ok((qp, pd.local_dma_lkey()))
+        let lkey = self
+            .pd()
+            .ok_or_else(crate::rdma::code::enotconn)?
+            .local_dma_lkey();
+        let handler = self.handler();
+        let cqe = place(&handler).ok_or(ENOENT)?;
+        // SAFETY: the entry lives, in place, in this id's handler (`place` borrows it from
+        // there for any lifetime, so it lives as long as the handler), which the id keeps
+        // until its QP was drained and destroyed (`Drop`); its owner's completions find
+        // that handler (`S::Connection` is `T`); `lkey` is the QP's PD's.
+        Ok(unsafe { BoundCqe::new(PostTarget::Qp(qp), cqe, lkey) })
     }
 
     /// The QP, once created.
