@@ -28,8 +28,9 @@
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 
-// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
-// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
+// Still holds `unsafe`: the port's promise of `Request::init` and the reclaim after the
+// drain, which the binding layers cannot check yet (issue 15; Documentation/nvmet-rdma-rs.md,
+// "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use crate::nvmet::{

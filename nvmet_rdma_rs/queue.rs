@@ -8,8 +8,8 @@
 //! queue disconnecting and queues its release, which disconnects, waits for the nvmet
 //! core to finish the queue's requests, drains the QP and frees everything.
 
-// Still holds `unsafe`: lifecycle and slot-ownership promises the binding layers cannot
-// check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
+// Still holds `unsafe`: the call of the reclaim after the drain, which the binding layers
+// cannot check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use crate::command::{Connection, Io, QueueStats, SlotLists, RESPONSE_SIZE};
