@@ -309,18 +309,17 @@ impl Io {
             let offset = index * RESPONSE_SIZE;
             let mut state = rsp.state.claim().ok_or(EBUSY)?;
             let len = RESPONSE_SIZE as u32;
-            let send = id.send_wr(
-                |queue| Some(&find(queue)?.rsps.get(index)?.send_cqe),
-                &self.responses,
+            let send = id.send_wr::<_, SEND>(
+                |queue| {
+                    let io = find(queue)?;
+                    Some((io.rsps.get(index)?, &io.responses))
+                },
                 offset,
                 len,
                 self.inline_responses,
             )?;
             state.send = Some(send);
-            let binding = id.rw_binding(|queue| {
-                let rsp = find(queue)?.rsps.get(index)?;
-                Some((&rsp.read_cqe, &rsp.write_cqe))
-            })?;
+            let binding = id.rw_binding::<_, READ, WRITE>(|queue| find(queue)?.rsps.get(index))?;
             state.rw.as_mut().bind(binding)?;
             // (with the device as a PCI peer-to-peer client: lets the nvmet core place
             // keyed data in a namespace's P2P memory, `use_p2pmem`, as the C transport

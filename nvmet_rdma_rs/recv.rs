@@ -98,8 +98,7 @@ impl SlotSet {
         let set = srq.contents();
         for cmd in set.cmds.iter() {
             let index = cmd.index as usize;
-            let (capsule, data) = set.ranges(index);
-            let wr = srq.recv_wr(|set| Some(&set.cmds.get(index)?.cqe), capsule, data)?;
+            let wr = srq.recv_wr(|set| set.bound(index))?;
             if !cmd.wr.populate(wr) {
                 return Err(EBUSY);
             }
@@ -107,8 +106,10 @@ impl SlotSet {
         Ok(srq)
     }
 
-    /// The ranges slot `index` receives into: its capsule, and its in-capsule data.
-    fn ranges(&self, index: usize) -> (Range<'_>, Option<Range<'_>>) {
+    /// Slot `index` and the ranges it receives into: its capsule, and its in-capsule
+    /// data; `None` past the last slot.
+    fn bound(&self, index: usize) -> Option<(&CmdSlot, Range<'_>, Option<Range<'_>>)> {
+        let slot = self.cmds.get(index)?;
         let capsule = Range {
             buf: &self.capsules,
             offset: index * COMMAND_SIZE,
@@ -119,7 +120,7 @@ impl SlotSet {
             offset: 0,
             len: self.inline_size,
         });
-        (capsule, data)
+        Some((slot, capsule, data))
     }
 
     /// Slots in the set.
@@ -183,15 +184,10 @@ impl RecvSlots {
         };
         for cmd in set.cmds.iter() {
             let index = cmd.index as usize;
-            let (capsule, data) = set.ranges(index);
-            let wr = id.recv_wr(
-                |queue| match find(queue)? {
-                    Self::Own(set) => Some(&set.cmds.get(index)?.cqe),
-                    Self::Shared(_) => None,
-                },
-                capsule,
-                data,
-            )?;
+            let wr = id.recv_wr(|queue| match find(queue)? {
+                Self::Own(set) => set.bound(index),
+                Self::Shared(_) => None,
+            })?;
             if !cmd.wr.populate(wr) {
                 return Err(EBUSY);
             }

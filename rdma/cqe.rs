@@ -44,6 +44,20 @@ pub(crate) trait QpCqeHandler<const ID: u64 = 0> {
 pub(crate) unsafe trait HasCqe<const ID: u64 = 0> {
     /// The offset of the `Cqe<Self, ID>` field.
     const OFFSET: usize;
+
+    /// The object's entry for handler `ID`.
+    fn entry(&self) -> &Cqe<Self, ID>
+    where
+        Self: Sized,
+    {
+        // SAFETY: `OFFSET` is the offset of a `Cqe<Self, ID>` field in `Self` (the trait's
+        // safety section), borrowed with `self`.
+        unsafe {
+            &*core::ptr::from_ref(self)
+                .byte_add(Self::OFFSET)
+                .cast::<Cqe<Self, ID>>()
+        }
+    }
 }
 
 /// An `ib_cqe` embedded in a `T`: the completions of the work requests that carry it run

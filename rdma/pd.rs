@@ -14,6 +14,8 @@ use kernel::{prelude::*, sync::Arc};
 /// `pd` came from `__ib_alloc_pd` and is deallocated only in `Drop`.
 pub(crate) struct Pd {
     pd: NonNull<bindings::ib_pd>,
+    /// The device the PD was allocated on, as an address (only compared).
+    device: usize,
 }
 
 // SAFETY: a PD is a handle the RDMA core lets any thread use.
@@ -37,12 +39,23 @@ impl Pd {
         };
         let pd = super::from_err_ptr(pd)?;
         // A failed `Arc` allocation drops the `Pd`, which deallocates the PD.
-        Ok(Arc::new(Self { pd }, GFP_KERNEL)?)
+        Ok(Arc::new(
+            Self {
+                pd,
+                device: device.as_raw() as usize,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     /// The raw pointer, for the layer's calls into the RDMA core.
     pub(crate) fn as_raw(&self) -> *mut bindings::ib_pd {
         self.pd.as_ptr()
+    }
+
+    /// The device the PD belongs to, as an address (only compared).
+    pub(crate) fn device_address(&self) -> usize {
+        self.device
     }
 
     /// The lkey that covers all DMA-mapped memory of the device.

@@ -11,7 +11,7 @@
 //! it, and retires the QP before it destroys it ([`QpGate`]). Posting through a handle
 //! after the drain fails with `ENOTCONN`, and nothing reaches a destroyed QP.
 
-use super::{bindings, cqe::Cqe, slot::Prepared, DmaBuf};
+use super::{bindings, cqe::HasCqe, slot::Prepared, DmaBuf};
 use core::{mem::MaybeUninit, ptr};
 use kernel::{
     prelude::*,
@@ -110,7 +110,7 @@ impl QpGate {
     ///
     /// `first` and the requests it links to are valid for the call; the completion entry
     /// each carries, and the memory it points to, stay alive and in place until its
-    /// completion ran or the QP was drained, and an entry made with [`Cqe::on_qp`] lives
+    /// completion ran or the QP was drained, and an entry made with [`super::Cqe::on_qp`] lives
     /// where the QP's completions find it (the handler of the id that owns the QP).
     pub(super) unsafe fn post_send(
         &self,
@@ -197,6 +197,16 @@ impl QpHandle {
         self.gate.port
     }
 
+    /// Runs `f` on the QP while posting is open (before the drain began): for mapping an
+    /// `rdma_rw` context on it, which a destroy must undo before the QP goes;
+    /// `ENOTCONN` from the drain on.
+    pub(super) fn with_open_qp<R>(
+        &self,
+        f: impl FnOnce(*mut bindings::ib_qp) -> Result<R>,
+    ) -> Result<R> {
+        self.gate.with_qp(OPEN, f)
+    }
+
     /// Runs `f` on the QP, which exists while it runs (before its owner retired it):
     /// for the `rdma_rw` calls of contexts mapped on it; `ENOTCONN` once the QP is gone.
     pub(super) fn with_qp<R>(
@@ -216,7 +226,7 @@ impl QpHandle {
     ///
     /// `first` and the requests it links to are valid for the call; the completion entry
     /// each carries, and the memory it points to, stay alive and in place until its
-    /// completion ran or the QP was drained; an entry made with [`Cqe::on_qp`] is one
+    /// completion ran or the QP was drained; an entry made with [`super::Cqe::on_qp`] is one
     /// whose owner lives in this QP's CM handler.
     pub(super) unsafe fn post_send_raw(
         &self,
@@ -239,64 +249,58 @@ impl QpHandle {
     }
 }
 
-/// A signaled SEND of one local buffer whose completion runs a [`Cqe`]'s handler; made
+/// A signaled SEND of one local buffer whose completion runs a [`super::Cqe`]'s handler; made
 /// once by the CM id that owns the QP ([`super::CmId::send_wr`]) and posted again, on
 /// that QP, for each message.
 ///
 /// # Invariants
 ///
-/// The completion entry the request names stays alive and in place while the request is
-/// posted on `qp`, until its completion ran or the QP was drained; `buf`, whose memory
-/// the request names (by DMA or CPU address), is kept.
+/// Made from a [`BoundRequest`] for `qp`: its completion entry, and the memory it names
+/// (by DMA or CPU address), outlive its posts there.
 pub(crate) struct SendWr {
     wr: bindings::ib_send_wr,
     sge: bindings::ib_sge,
     /// The address of the request's completion entry (its `wr_cqe`), only compared.
     cqe: usize,
     qp: QpHandle,
-    buf: DmaBuf,
 }
 
 // SAFETY: the pointers in the request are read only when it is posted, from whichever CPU
-// the owner posts it on; the handle and the buffer may move between CPUs.
+// the owner posts it on; the handle may move between CPUs.
 unsafe impl Send for SendWr {}
 
 impl SendWr {
-    /// A SEND of `len` bytes at `offset` of `buf`, on the QP `entry` is bound to and
-    /// completing on that entry. `inline`: the provider copies the bytes when the SEND is
-    /// posted (`IB_SEND_INLINE`; only for as many bytes as the QP takes inline). `EINVAL`
-    /// past the end of `buf`, or for an entry bound to an SRQ.
-    pub(super) fn new(
-        entry: BoundCqe,
-        buf: &DmaBuf,
-        offset: usize,
-        len: u32,
-        inline: bool,
-    ) -> Result<Self> {
-        let BoundCqe { on, cqe, lkey } = entry;
+    /// A SEND of the one range of `bound`, on the QP it is bound to and completing on its
+    /// entry. `EINVAL` for a request bound to an SRQ, or without exactly one range.
+    pub(super) fn new(bound: BoundRequest) -> Result<Self> {
+        let BoundRequest {
+            on,
+            cqe,
+            sges,
+            num_sge,
+            inline,
+        } = bound;
         let PostTarget::Qp(qp) = on else {
             return Err(EINVAL);
         };
+        if num_sge != 1 {
+            return Err(EINVAL);
+        }
         let mut flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
-        let sge = if inline {
+        if inline {
             flags |= bindings::ib_send_flags_IB_SEND_INLINE;
-            buf.inline_sge(offset, len)?
-        } else {
-            Range { buf, offset, len }.sge(lkey)?
-        };
+        }
         let mut wr = bindings::ib_send_wr::default();
         wr.__bindgen_anon_1.wr_cqe = cqe;
         wr.num_sge = 1;
         wr.opcode = bindings::ib_wr_opcode_IB_WR_SEND;
         wr.send_flags = flags;
-        // INVARIANT: the entry outlives the requests posted on `qp` (`BoundCqe`); the
-        // buffer is kept.
+        // INVARIANT: from a request bound to `qp`.
         Ok(Self {
             wr,
-            sge,
+            sge: sges[0],
             cqe: cqe as usize,
             qp,
-            buf: buf.clone(),
         })
     }
 
@@ -332,7 +336,7 @@ impl SendWr {
     pub(crate) fn prepare(&mut self) -> Prepared<'_> {
         let first = self.as_ptr();
         // SAFETY: the request is valid, lives in what `self` borrows, and is for `qp`
-        // (its entry's owner lives as its invariant says).
+        // (its entry and memory outlive its posts there: type invariant).
         unsafe { Prepared::new(first, &self.qp) }
     }
 }
@@ -348,9 +352,17 @@ pub(crate) struct Range<'a> {
 }
 
 impl Range<'_> {
-    /// The scatter/gather entry of the range, registered with `lkey`; `EINVAL` past the
-    /// end of the buffer.
-    fn sge(&self, lkey: u32) -> Result<bindings::ib_sge> {
+    /// The scatter/gather entry of the range: by DMA address, registered with `lkey`, or
+    /// `inline` by CPU address (the provider copies the bytes at post time). `EINVAL` past
+    /// the end of the buffer, or if the buffer is not mapped for device `device` (an
+    /// address, only compared).
+    fn sge(&self, device: usize, lkey: u32, inline: bool) -> Result<bindings::ib_sge> {
+        if self.buf.device().as_raw() as usize != device {
+            return Err(EINVAL);
+        }
+        if inline {
+            return self.buf.inline_sge(self.offset, self.len);
+        }
         if self.offset.checked_add(self.len as usize).ok_or(EINVAL)? > self.buf.len() {
             return Err(EINVAL);
         }
@@ -366,47 +378,73 @@ impl Range<'_> {
 pub(super) enum PostTarget {
     /// On a QP, through its handle.
     Qp(QpHandle),
-    /// On the SRQ at this address (only compared: the SRQ owns its requests).
-    Srq(usize),
+    /// On the SRQ with this identity (unique for the module's life: the SRQ owns its
+    /// requests).
+    Srq(u64),
 }
 
-/// A completion entry bound to where the requests that carry it are posted, which it
-/// outlives; made by the owner of that QP or SRQ ([`super::CmId::send_wr`] and the like,
-/// [`super::Srq::recv_wr`]) from an entry it holds.
+/// What a prepared work request is made of, bound to where it is posted: its completion
+/// entry and the local memory it names, which outlive its completions there. Made by the
+/// owner of that QP or SRQ ([`super::CmId::send_wr`] and the like, [`super::Srq::recv_wr`])
+/// from an entry and buffers it holds.
 ///
 /// # Invariants
 ///
-/// The object that embeds the entry at `cqe` stays alive and in place as long as requests
-/// posted on `on` can complete (until the QP was drained, or the SRQ destroyed); an entry
-/// made with [`Cqe::on_qp`] lives where the completions on `on` find it: in the handler of
-/// the CM id that owns the QP, or in an SRQ that only QPs of such ids use. `lkey` is the
-/// local DMA key of the PD of `on`.
-pub(crate) struct BoundCqe {
+/// The object that embeds the entry at `cqe`, and the memory `sges` name (mapped for the
+/// device of `on`), stay alive and in place as long as requests posted on `on` can
+/// complete (until the QP was drained, or the SRQ destroyed); an entry made with
+/// [`super::Cqe::on_qp`] lives where the completions on `on` find it: in the handler of the CM id
+/// that owns the QP, or in an SRQ that only QPs of such ids use. `inline`: the first entry
+/// is a CPU address, for a send posted with `IB_SEND_INLINE`.
+pub(crate) struct BoundRequest {
     on: PostTarget,
     cqe: *mut bindings::ib_cqe,
-    lkey: u32,
+    sges: [bindings::ib_sge; 2],
+    num_sge: u32,
+    inline: bool,
 }
 
-impl BoundCqe {
-    /// Binds `cqe` to `on`, whose PD's local DMA key is `lkey`.
+impl BoundRequest {
+    /// Binds the entry of `owner` for handler `ID`, and `ranges` (the first ones given;
+    /// registered with `lkey`, or `inline` by CPU address), to `on`, whose device is
+    /// `device` (an address, only compared). `EINVAL` for a range past the end of its
+    /// buffer or mapped for another device, or one given after a missing one.
     ///
     /// # Safety
     ///
-    /// As the type's invariants say.
-    pub(super) unsafe fn new<T, const ID: u64>(
+    /// As the type's invariants say, for `owner` and the ranges' buffers.
+    pub(super) unsafe fn new<S: HasCqe<ID>, const ID: u64>(
         on: PostTarget,
-        cqe: &Cqe<T, ID>,
+        owner: &S,
+        ranges: &[Option<Range<'_>>; 2],
+        device: usize,
         lkey: u32,
-    ) -> Self {
-        // INVARIANT: the caller's promise.
-        Self {
-            on,
-            cqe: cqe.as_raw(),
-            lkey,
+        inline: bool,
+    ) -> Result<Self> {
+        let mut sges = [bindings::ib_sge::default(); 2];
+        let mut num_sge = 0;
+        for (sge, range) in sges.iter_mut().zip(ranges) {
+            let Some(range) = range else {
+                break;
+            };
+            *sge = range.sge(device, lkey, inline)?;
+            num_sge += 1;
         }
+        if ranges.iter().skip(num_sge as usize).any(Option::is_some) {
+            return Err(EINVAL);
+        }
+        // INVARIANT: the caller's promise; the entries were checked against their buffers
+        // and device.
+        Ok(Self {
+            on,
+            cqe: S::entry(owner).as_raw(),
+            sges,
+            num_sge,
+            inline,
+        })
     }
 
-    /// The QP the entry is bound to; `None` for an SRQ.
+    /// The QP the request is bound to; `None` for an SRQ.
     pub(super) fn qp(&self) -> Option<&QpHandle> {
         match &self.on {
             PostTarget::Qp(qp) => Some(qp),
@@ -415,7 +453,7 @@ impl BoundCqe {
     }
 
     /// The entry, for a work request.
-    pub(super) fn as_raw(&self) -> *mut bindings::ib_cqe {
+    pub(super) fn cqe(&self) -> *mut bindings::ib_cqe {
         self.cqe
     }
 }
@@ -427,7 +465,7 @@ struct RecvWrInner {
     sge: [bindings::ib_sge; 2],
 }
 
-/// A receive into one or two local buffer ranges whose completion runs a [`Cqe`]'s
+/// A receive into one or two local buffer ranges whose completion runs a [`super::Cqe`]'s
 /// handler; made once for one QP ([`super::CmId::recv_wr`]) or SRQ
 /// ([`super::Srq::recv_wr`]) and posted again there ([`QpHandle::post_recv`],
 /// [`super::Srq::post`]) for each message.
@@ -435,13 +473,11 @@ struct RecvWrInner {
 /// # Invariants
 ///
 /// The boxed request's `sg_list` points at the box's own entries; the request is not
-/// changed after creation. It is posted only on `target`; its completion entry stays
-/// alive and in place while it may complete there (until the QP was drained, or the SRQ
-/// destroyed); `bufs`, whose memory the entries name, are kept.
+/// changed after creation. It is posted only on `target`, and was made from a
+/// [`BoundRequest`] for it: its completion entry and memory outlive its posts there.
 pub(crate) struct RecvWr {
     inner: KBox<RecvWrInner>,
     pub(super) target: PostTarget,
-    bufs: [Option<DmaBuf>; 2],
 }
 
 // SAFETY: the request is read-only after creation and only read when posted, from any CPU.
@@ -450,39 +486,26 @@ unsafe impl Send for RecvWr {}
 unsafe impl Sync for RecvWr {}
 
 impl RecvWr {
-    /// A receive into `first` and, if given, `second`, on the QP or SRQ `entry` is bound
-    /// to and completing on that entry. `EINVAL` for a range past the end of its buffer.
-    pub(super) fn new(
-        entry: BoundCqe,
-        first: Range<'_>,
-        second: Option<Range<'_>>,
-    ) -> Result<Self> {
-        let BoundCqe {
+    /// A receive into the ranges of `bound`, on the QP or SRQ it is bound to and completing
+    /// on its entry. `EINVAL` for an inline or empty one.
+    pub(super) fn new(bound: BoundRequest) -> Result<Self> {
+        let BoundRequest {
             on: target,
             cqe,
-            lkey,
-        } = entry;
-        let mut sge = [bindings::ib_sge::default(); 2];
-        sge[0] = first.sge(lkey)?;
-        let mut num_sge = 1;
-        let mut bufs = [Some(first.buf.clone()), None];
-        if let Some(second) = second {
-            sge[1] = second.sge(lkey)?;
-            num_sge = 2;
-            bufs[1] = Some(second.buf.clone());
+            sges,
+            num_sge,
+            inline,
+        } = bound;
+        if inline || num_sge == 0 {
+            return Err(EINVAL);
         }
         let mut wr = bindings::ib_recv_wr::default();
         wr.__bindgen_anon_1.wr_cqe = cqe;
-        wr.num_sge = num_sge;
-        let mut inner = KBox::new(RecvWrInner { wr, sge }, GFP_KERNEL)?;
+        wr.num_sge = num_sge as i32;
+        let mut inner = KBox::new(RecvWrInner { wr, sge: sges }, GFP_KERNEL)?;
         inner.wr.sg_list = inner.sge.as_mut_ptr();
-        // INVARIANT: `sg_list` points into the box; the buffers are kept; the entry
-        // outlives the requests posted on `target` (`BoundCqe`).
-        Ok(Self {
-            inner,
-            target,
-            bufs,
-        })
+        // INVARIANT: `sg_list` points into the box; made from a request bound to `target`.
+        Ok(Self { inner, target })
     }
 
     /// The request, for posting.

@@ -16,7 +16,7 @@
 
 use super::{
     bindings,
-    qp_handle::{BoundCqe, QpHandle, SendWr},
+    qp_handle::{BoundRequest, QpHandle, SendWr},
     signature::{SigAttrs, SigError},
     slot::Prepared,
     Device, WorkCompletion,
@@ -102,17 +102,17 @@ impl RwBinding {
     /// A binding to the QP both entries are bound to, whose transfers posted alone
     /// complete on `from_remote` (READs) and `to_remote` (WRITEs). `EINVAL` unless both are
     /// bound to the same QP.
-    pub(super) fn new(from_remote: BoundCqe, to_remote: BoundCqe) -> Result<Self> {
+    pub(super) fn new(from_remote: BoundRequest, to_remote: BoundRequest) -> Result<Self> {
         let (Some(qp), Some(other)) = (from_remote.qp(), to_remote.qp()) else {
             return Err(EINVAL);
         };
         if !qp.same_qp(other) {
             return Err(EINVAL);
         }
-        // INVARIANT: both entries outlive the requests posted on `qp` (`BoundCqe`).
+        // INVARIANT: both entries outlive the requests posted on `qp` (`BoundRequest`).
         Ok(Self {
             qp: qp.clone(),
-            completions: Some((from_remote.as_raw(), to_remote.as_raw())),
+            completions: Some((from_remote.cqe(), to_remote.cqe())),
         })
     }
 
@@ -235,8 +235,8 @@ impl<S: SgLists> RwCtx<S> {
     /// as a signature transfer whose PI the HCA checks or generates. Returns the number of
     /// work requests the transfer posts (the send queue space it needs besides any SEND it
     /// is chained before). On failure, if lists are mapped already (`EBUSY`), if the
-    /// context is not bound (`EINVAL`) or its QP is gone (`ENOTCONN`), `lists` come back
-    /// with the error.
+    /// context is not bound (`EINVAL`) or its QP's drain began (`ENOTCONN`), `lists` come
+    /// back with the error.
     pub(crate) fn init(
         self: Pin<&mut Self>,
         lists: S,
@@ -260,7 +260,9 @@ impl<S: SgLists> RwCtx<S> {
         // invariant); the QP is live while the handle lets the call through; the lists are
         // valid while `lists` lives (`SgLists`), which the mapping keeps until the context
         // is destroyed.
-        let ret = binding.qp.with_qp(|qp| unsafe {
+        // (Only while posting is open: a context mapped after the drain could outlive the
+        // QP's end, its MRs never going back to the pool.)
+        let ret = binding.qp.with_open_qp(|qp| unsafe {
             Ok(match sig_attrs {
                 Some(attrs) => {
                     let (prot_sg, prot_cnt) = lists.metadata();

@@ -12,14 +12,17 @@
 
 use super::{
     bindings,
-    cqe::{Cqe, HasCqe, QpCqeHandler},
-    qp_handle::{BoundCqe, PostTarget, Range, RecvWr},
+    cqe::{HasCqe, QpCqeHandler},
+    qp_handle::{BoundRequest, PostTarget, Range, RecvWr},
     Pd,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     prelude::*,
-    sync::{Arc, UniqueArc},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, UniqueArc,
+    },
 };
 
 /// An owned basic SRQ holding `X`, whose receives complete on `S`'s completion entries;
@@ -32,11 +35,17 @@ use kernel::{
 /// it hold an `Arc` (see [`super::CmId::create_qp_on_srq`]), so it outlives them.
 pub(crate) struct Srq<X, S> {
     srq: NonNull<bindings::ib_srq>,
+    /// The SRQ's identity, unique for the module's life: its requests name it.
+    id: u64,
     max_wr: u32,
-    pd: Arc<Pd>,
+    /// (Dropped, after the SRQ, before the PD: field order.)
     contents: X,
+    pd: Arc<Pd>,
     _slots: PhantomData<fn(&S)>,
 }
+
+/// The identity of the next SRQ.
+static NEXT_ID: Atomic<u64> = Atomic::new(1);
 
 // SAFETY: an SRQ is a handle the RDMA core lets any thread use; posting is serialised by
 // the driver. The contents move with it.
@@ -61,9 +70,10 @@ impl<X, S> Srq<X, S> {
         Ok(place
             .write(Self {
                 srq,
+                id: NEXT_ID.fetch_add(1, Relaxed),
                 max_wr: attr.attr.max_wr,
-                pd: pd.clone(),
                 contents,
+                pd: pd.clone(),
                 _slots: PhantomData,
             })
             .into())
@@ -89,34 +99,42 @@ impl<X, S> Srq<X, S> {
         &self.contents
     }
 
-    /// A receive on the SRQ into `first` and, if given, `second` (registered with the
-    /// PD's local DMA lkey), whose completion runs the handler of the entry `place` finds
-    /// in the SRQ's contents (`ENOENT` if it finds none); posted with [`Srq::post`].
-    /// `EINVAL` for a range past the end of its buffer.
+    /// A receive on the SRQ into one or two ranges of buffers (registered with the PD's
+    /// local DMA lkey), whose completion runs the handler of the object `place` finds in
+    /// the SRQ's contents, with the ranges (`ENOENT` if it finds none); posted with
+    /// [`Srq::post`]. `EINVAL` for a range past the end of its buffer or mapped for another
+    /// device than the PD's.
     pub(crate) fn recv_wr(
         &self,
-        place: impl for<'a> FnOnce(&'a X) -> Option<&'a Cqe<S>>,
-        first: Range<'_>,
-        second: Option<Range<'_>>,
+        place: impl for<'a> FnOnce(&'a X) -> Option<(&'a S, Range<'a>, Option<Range<'a>>)>,
     ) -> Result<RecvWr>
     where
         S: HasCqe + QpCqeHandler,
     {
-        let cqe = place(&self.contents).ok_or(ENOENT)?;
-        let target = PostTarget::Srq(self.as_raw() as usize);
-        // SAFETY: the entry lives, in place, in the SRQ's contents (`place` borrows it from
-        // there for any lifetime), which go only after the SRQ is destroyed and never move
-        // (type invariant); only QPs of `CmId<S::Connection>`s take from the SRQ
-        // (`create_qp_on_srq`); the key is the SRQ's PD's.
-        let entry = unsafe { BoundCqe::new(target, cqe, self.pd.local_dma_lkey()) };
-        RecvWr::new(entry, first, second)
+        let (owner, first, second) = place(&self.contents).ok_or(ENOENT)?;
+        let target = PostTarget::Srq(self.id);
+        // SAFETY: the object and the buffers live, in place, in the SRQ's contents (`place`
+        // borrows them from there for any lifetime), which go only after the SRQ is
+        // destroyed and never move (type invariant); only QPs of `CmId<S::Connection>`s
+        // take from the SRQ (`create_qp_on_srq`); the key and device are the SRQ's PD's.
+        let bound = unsafe {
+            BoundRequest::new::<S, 0>(
+                target,
+                owner,
+                &[Some(first), second],
+                self.pd.device_address(),
+                self.pd.local_dma_lkey(),
+                false,
+            )?
+        };
+        RecvWr::new(bound)
     }
 
     /// Posts the receive `wr`, which must have been made for this SRQ (`EINVAL`
     /// otherwise).
     pub(crate) fn post(&self, wr: &RecvWr) -> Result {
         match wr.target {
-            PostTarget::Srq(srq) if srq == self.as_raw() as usize => (),
+            PostTarget::Srq(id) if id == self.id => (),
             _ => return Err(EINVAL),
         }
         // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it returns;

@@ -6,9 +6,9 @@
 use super::{to_result, CmHandler, CmId};
 use crate::rdma::{
     bindings,
-    cqe::{Cqe, HasCqe, QpCqeHandler},
+    cqe::{HasCqe, QpCqeHandler},
     qp::{Local, Qp, QpRecords},
-    qp_handle::{BoundCqe, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
+    qp_handle::{BoundRequest, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
     rw::{Drained, RwBinding},
     Cq, DmaBuf, Pd, Srq,
 };
@@ -284,19 +284,19 @@ impl<T: CmHandler> CmId<T> {
         Some(QpHandle::new(verbs.gate.clone()))
     }
 
-    /// A SEND on the QP of `len` bytes at `offset` of `buf` (registered with the PD's
-    /// local DMA lkey), whose completion runs the handler of the entry `place` finds in
-    /// this id's handler (`ENOENT` if it finds none). `inline`: the provider copies the
-    /// bytes when the SEND is posted (only for as many bytes as the QP takes inline:
+    /// A SEND on the QP of `len` bytes at `offset` of a buffer, whose completion runs the
+    /// handler `ID` of the object `place` finds in this id's handler, with the buffer
+    /// (`ENOENT` if it finds none). `inline`: the provider copies the bytes when the SEND
+    /// is posted (only for as many bytes as the QP takes inline:
     /// [`CmId::max_inline_data`]). `ENOTCONN` before the QP exists, `EINVAL` past the end
-    /// of `buf`.
+    /// of the buffer or for one mapped for another device.
     ///
-    /// The entry lives in the handler, which this id keeps until its QP is drained and
-    /// destroyed, so the request may be posted as long as the QP takes requests.
+    /// The object and the buffer live in the handler, which this id keeps until its QP is
+    /// drained and destroyed, so the request may be posted as long as the QP takes
+    /// requests.
     pub(crate) fn send_wr<S, const ID: u64>(
         &self,
-        place: impl for<'a> FnOnce(&'a T) -> Option<&'a Cqe<S, ID>>,
-        buf: &DmaBuf,
+        place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, &'a DmaBuf)>,
         offset: usize,
         len: u32,
         inline: bool,
@@ -304,32 +304,45 @@ impl<T: CmHandler> CmId<T> {
     where
         S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
     {
-        SendWr::new(self.entry_in_handler(place)?, buf, offset, len, inline)
+        let bound = self.bind_in_handler(
+            |handler| {
+                let (owner, buf) = place(handler)?;
+                Some((owner, [Some(Range { buf, offset, len }), None]))
+            },
+            inline,
+        )?;
+        SendWr::new(bound)
     }
 
-    /// A receive on the QP into `first` and, if given, `second` (registered with the PD's
-    /// local DMA lkey), whose completion runs the handler of the entry `place` finds in
-    /// this id's handler (`ENOENT` if it finds none); posted with [`QpHandle::post_recv`].
-    /// `ENOTCONN` before the QP exists, `EINVAL` for a range past the end of its buffer.
+    /// A receive on the QP into one or two ranges of buffers, whose completion runs the
+    /// handler `ID` of the object `place` finds in this id's handler, with the ranges
+    /// (`ENOENT` if it finds none); posted with [`QpHandle::post_recv`]. `ENOTCONN` before
+    /// the QP exists, `EINVAL` for a range past the end of its buffer or mapped for
+    /// another device.
     pub(crate) fn recv_wr<S, const ID: u64>(
         &self,
-        place: impl for<'a> FnOnce(&'a T) -> Option<&'a Cqe<S, ID>>,
-        first: Range<'_>,
-        second: Option<Range<'_>>,
+        place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, Range<'a>, Option<Range<'a>>)>,
     ) -> Result<RecvWr>
     where
         S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
     {
-        RecvWr::new(self.entry_in_handler(place)?, first, second)
+        let bound = self.bind_in_handler(
+            |handler| {
+                let (owner, first, second) = place(handler)?;
+                Some((owner, [Some(first), second]))
+            },
+            false,
+        )?;
+        RecvWr::new(bound)
     }
 
     /// Binds `rdma_rw` contexts to the QP ([`super::super::rw::RwCtx::bind`]): their
-    /// transfers posted alone complete on the entries `place` finds in this id's handler,
-    /// READs on the first, WRITEs on the second (`ENOENT` if it finds none). `ENOTCONN`
-    /// before the QP exists.
+    /// transfers posted alone complete on the entries of the object `place` finds in this
+    /// id's handler, READs on handler `R`, WRITEs on handler `W` (`ENOENT` if it finds
+    /// none). `ENOTCONN` before the QP exists.
     pub(crate) fn rw_binding<S, const R: u64, const W: u64>(
         &self,
-        place: impl for<'a> Fn(&'a T) -> Option<(&'a Cqe<S, R>, &'a Cqe<S, W>)>,
+        place: impl for<'a> Fn(&'a T) -> Option<&'a S>,
     ) -> Result<RwBinding>
     where
         S: HasCqe<R>
@@ -337,20 +350,22 @@ impl<T: CmHandler> CmId<T> {
             + HasCqe<W>
             + QpCqeHandler<W, Connection = T>,
     {
-        let from_remote = self.entry_in_handler(|handler| Some(place(handler)?.0))?;
-        let to_remote = self.entry_in_handler(|handler| Some(place(handler)?.1))?;
+        let from_remote =
+            self.bind_in_handler::<S, R>(|handler| Some((place(handler)?, [None, None])), false)?;
+        let to_remote =
+            self.bind_in_handler::<S, W>(|handler| Some((place(handler)?, [None, None])), false)?;
         RwBinding::new(from_remote, to_remote)
     }
 
-    /// The entry `place` finds in this id's handler (`ENOENT` if none), bound to the QP
-    /// (`ENOTCONN` before it exists).
-    ///
-    /// The entry lives in the handler, which this id keeps until its QP is drained and
-    /// destroyed, so requests carrying it may be posted as long as the QP takes requests.
-    fn entry_in_handler<S, const ID: u64>(
+    /// The entry `ID` of the object `place` finds in this id's handler, and the ranges it
+    /// finds there, bound to the QP. `ENOENT` if it finds none, `ENOTCONN` before the QP
+    /// exists, `EINVAL` for a range that is not in its buffer or is mapped for another
+    /// device.
+    fn bind_in_handler<S, const ID: u64>(
         &self,
-        place: impl for<'a> FnOnce(&'a T) -> Option<&'a Cqe<S, ID>>,
-    ) -> Result<BoundCqe>
+        place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, [Option<Range<'a>>; 2])>,
+        inline: bool,
+    ) -> Result<BoundRequest>
     where
         S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
     {
@@ -359,13 +374,17 @@ impl<T: CmHandler> CmId<T> {
             .pd()
             .ok_or_else(crate::rdma::code::enotconn)?
             .local_dma_lkey();
+        let device = self.device().ok_or(ENODEV)?.as_raw() as usize;
         let handler = self.handler();
-        let cqe = place(&handler).ok_or(ENOENT)?;
-        // SAFETY: the entry lives, in place, in this id's handler (`place` borrows it from
-        // there for any lifetime, so it lives as long as the handler), which the id keeps
-        // until its QP was drained and destroyed (`Drop`); its owner's completions find
-        // that handler (`S::Connection` is `T`); `lkey` is the QP's PD's.
-        Ok(unsafe { BoundCqe::new(PostTarget::Qp(qp), cqe, lkey) })
+        let (owner, ranges) = place(&handler).ok_or(ENOENT)?;
+        // SAFETY: the object and the buffers live, in place, in this id's handler (`place`
+        // borrows them from there for any lifetime, so they live as long as the handler),
+        // which the id keeps until its QP was drained and destroyed (`Drop`); the object's
+        // completions find that handler (`S::Connection` is `T`); `lkey` and `device` are
+        // the QP's.
+        unsafe {
+            BoundRequest::new::<S, ID>(PostTarget::Qp(qp), owner, &ranges, device, lkey, inline)
+        }
     }
 
     /// The QP, once created.
