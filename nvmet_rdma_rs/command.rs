@@ -42,7 +42,7 @@ use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
-    slot::{Owner, Slot, Tag},
+    slot::{Ended, Owner, Slot, Tag},
     CmHandler, CmId, Cqe, DmaBuf, QpCqeHandler,
 };
 use crate::recv::{CmdSlot, RecvSlots, SharedSlots};
@@ -526,25 +526,31 @@ impl Io {
         owner.req.uninit();
     }
 
-    /// After the queue's QP was drained (`drained`): frees what commands that never
-    /// completed still hold.
-    ///
-    /// # Safety
-    ///
-    /// The nvmet core finished every request of the queue, and `drained` is the drain of
-    /// the queue's QP: nothing resumes a response slot any more.
-    pub(crate) unsafe fn reclaim(&self, drained: &Drained<'_>) {
+    /// After the queue's QP was drained (`drained`) and its sq destroyed (`core_ended`,
+    /// if this release destroyed it): frees what commands that never completed still
+    /// hold.
+    pub(crate) fn reclaim(&self, drained: &Drained<'_>, core_ended: Option<&Ended<'_>>) {
+        let qp_ended = drained.ended();
         for rsp in &self.rsps {
             // Every slot is free again (a command whose response could not be posted left
-            // its slot free with what it held), unless a completion it waited for never
-            // came (a provider loses some when a connection drops under them).
+            // its slot free with what it held), unless what it waited for never came (a
+            // provider loses completions when a connection drops under it).
             let owner = rsp.state.claim().or_else(|| {
-                pr_warn!(
-                    "response slot {} never got the completion it waited for; reclaimed after the drain\n",
-                    rsp.index
-                );
-                // SAFETY: the function's safety section: nothing resumes it any more.
-                unsafe { rsp.state.take_after_drain() }
+                let taken = [qp_ended.as_ref(), core_ended]
+                    .into_iter()
+                    .flatten()
+                    .find_map(|ended| rsp.state.take_after(ended));
+                match &taken {
+                    Some(_) => pr_warn!(
+                        "response slot {} never got the completion it waited for; reclaimed after the drain\n",
+                        rsp.index
+                    ),
+                    None => pr_warn!(
+                        "response slot {} is still handed off after the drain; what it holds is leaked\n",
+                        rsp.index
+                    ),
+                }
+                taken
             });
             let Some(mut owner) = owner else {
                 continue;

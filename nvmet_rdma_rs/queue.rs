@@ -8,9 +8,9 @@
 //! queue disconnecting and queues its release, which disconnects, waits for the nvmet
 //! core to finish the queue's requests, drains the QP and frees everything.
 
-// Still holds `unsafe`: the call of the reclaim after the drain, which the binding layers
-// cannot check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
-#![allow(unsafe_code)]
+// Safe Rust only. `deny`, not `forbid`: `impl_has_work!` expands the kernel crate's
+// `unsafe impl` for the queue's work items.
+#![deny(unsafe_code)]
 
 use crate::command::{Connection, Io, QueueStats, SlotLists, RESPONSE_SIZE};
 use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, EnabledPort, OpsRef, SqCq};
@@ -427,14 +427,11 @@ impl WorkItem<2> for Queue {
             io.abandon_waiting(this.as_arc_borrow());
         }
         // Waits for every request: those in RDMA are flushed by the disconnect.
-        this.nvmet.destroy();
+        let core_ended = this.nvmet.destroy();
         let drained = id.as_ref().map(|id| id.shut_down());
         if let (Some(io), Some(drained)) = (this.io.as_ref(), &drained) {
             this.lists.discard_parked(io);
-            // SAFETY: `shut_down` drained the queue's QP (a queue has an `Io` only once its
-            // setup left its id in `id`), and `nvmet.destroy` waited for every request of
-            // the queue, above.
-            unsafe { io.reclaim(drained) };
+            io.reclaim(drained, core_ended.as_ref());
         }
         drop(id);
         pr_info!(

@@ -230,7 +230,7 @@ mod completion_dispatch {
 
 #[kunit_tests(rdma_rs_slot_handoff)]
 mod slot_handoff {
-    use crate::rdma::slot::Slot;
+    use crate::rdma::slot::{Ended, Slot};
 
     #[test]
     fn one_owner_at_a_time() {
@@ -270,20 +270,30 @@ mod slot_handoff {
     }
 
     #[test]
-    fn taken_after_the_drain() {
+    fn taken_after_its_resumer_ended() {
+        // (Resumers 7 and 8 stand for two QPs: only the test's code resumes the slot.)
         let slot = Slot::new(5u32);
+        // SAFETY: nothing resumes the test's slot but the test.
+        let (seven, eight) = unsafe { (Ended::new(7).unwrap(), Ended::new(8).unwrap()) };
         let owner = slot.claim().unwrap();
         // An owner exists: not taken from it.
-        // SAFETY: nothing else uses the slot (a test's own).
-        assert!(unsafe { slot.take_after_drain() }.is_none());
-        owner.hand_off(9);
-        // Handed off to an event that will not come: taken, with its value.
-        // SAFETY: as above.
-        let owner = unsafe { slot.take_after_drain() }.expect("a handed-off slot is taken");
+        assert!(slot.take_after(&seven).is_none());
+        // SAFETY: only resumer 7 (the test) resumes it with tag 9.
+        unsafe { owner.hand_off_to(9, 7) };
+        // Handed off to another resumer: not taken when this one ends.
+        assert!(slot.take_after(&eight).is_none());
+        // Handed off to a resumer that is over: taken, with its value.
+        let owner = slot.take_after(&seven).expect("a handed-off slot is taken");
         assert_eq!(*owner, 5);
         assert!(slot.resume(9).is_none());
-        drop(owner);
+        // A plain hand-off (a list) is never taken by an end.
+        owner.hand_off(9);
+        assert!(slot.take_after(&seven).is_none());
+        assert!(slot.resume(9).is_some());
+        // Free: nothing to take.
+        assert!(slot.take_after(&seven).is_none());
+        // There is no end of nothing.
         // SAFETY: as above.
-        assert!(unsafe { slot.take_after_drain() }.is_some());
+        assert!(unsafe { Ended::new(0) }.is_none());
     }
 }

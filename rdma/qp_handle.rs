@@ -104,7 +104,9 @@ impl QpGate {
 
     /// Posts the chain of send work requests that starts at `first`, unless posting is
     /// closed (`ENOTCONN`). On failure, whether nothing was posted: refused here, or the
-    /// provider refused the chain's first request (see [`QpHandle::post_send_raw`]).
+    /// provider refused the chain's first request. A provider may also fail after it
+    /// queued part of the chain, or all of it (siw, when it cannot start sending), and
+    /// those requests complete later, if only when the QP is drained.
     ///
     /// # Safety
     ///
@@ -216,24 +218,10 @@ impl QpHandle {
         self.gate.with_qp(CLOSED, f)
     }
 
-    /// Posts the chain of send work requests that starts at `first`. On failure, whether
-    /// the provider refused the chain's first request (nothing was posted): a provider may
-    /// also fail after it queued part of the chain, or all of it (siw, when it cannot start
-    /// sending), and those requests complete later, if only when the QP is drained. After
-    /// the QP's drain began, nothing is posted (`ENOTCONN`).
-    ///
-    /// # Safety
-    ///
-    /// `first` and the requests it links to are valid for the call; the completion entry
-    /// each carries, and the memory it points to, stay alive and in place until its
-    /// completion ran or the QP was drained; an entry made with [`super::Cqe::on_qp`] is one
-    /// whose owner lives in this QP's CM handler.
-    pub(super) unsafe fn post_send_raw(
-        &self,
-        first: *const bindings::ib_send_wr,
-    ) -> Result<(), (Error, bool)> {
-        // SAFETY: the function's safety section.
-        unsafe { self.gate.post_send(first) }
+    /// The gate the handle passes, for posting prepared chains
+    /// ([`super::slot::Owner::post`]).
+    pub(super) fn gate(&self) -> &QpGate {
+        &self.gate
     }
 
     /// Posts the receive `wr`, which must have been made for this QP (`EINVAL`

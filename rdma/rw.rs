@@ -18,7 +18,7 @@ use super::{
     bindings,
     qp_handle::{BoundRequest, QpHandle, SendWr},
     signature::{SigAttrs, SigError},
-    slot::Prepared,
+    slot::{Ended, Prepared},
     Device, WorkCompletion,
 };
 use core::{marker::PhantomData, pin::Pin, ptr};
@@ -179,13 +179,23 @@ pub(crate) struct Drained<'a> {
     _id: PhantomData<&'a ()>,
 }
 
-impl Drained<'_> {
+impl<'a> Drained<'a> {
     /// The drain of the QP at `qp`, which the caller completed.
     pub(super) fn new(qp: usize) -> Self {
         Self {
             qp,
             _id: PhantomData,
         }
+    }
+
+    /// What the drain shows over: the QP's completions, which resumed the slots whose
+    /// requests were posted on it ([`super::slot::Owner::post`]); `None` if the id had no
+    /// QP.
+    pub(crate) fn ended(&self) -> Option<Ended<'a>> {
+        // SAFETY: the QP was drained: every request posted on it completed (flushed if need
+        // be), and nothing is posted on it any more (its gate is closed), while the id it
+        // borrows lives.
+        unsafe { Ended::new(self.qp) }
     }
 }
 

@@ -67,11 +67,43 @@ const fn posting(tag: Tag) -> u32 {
 /// while [`Owner::post`] (which holds what was the owner) runs its post; only they reach
 /// `value` (or `&mut self`). It is `FREE` or `awaiting(tag)` otherwise. Every change away
 /// from an owner is a release, and every change to `OWNED` an acquire, so that each owner
-/// sees what the previous one wrote.
+/// sees what the previous one wrote. While the slot is handed off, `resumer` is what
+/// resumes it, as [`Ended`] names it (0: an event that no [`Ended`] covers), written by
+/// the owner before it hands the slot off.
 #[repr(C)]
 pub(crate) struct Slot<T> {
     value: UnsafeCell<T>,
     state: Atomic<u32>,
+    resumer: Atomic<usize>,
+}
+
+/// Shows that something that resumes slots (a QP whose completions do, as an address;
+/// the nvmet core for an sq) will not resume any more: for [`Slot::take_after`].
+///
+/// # Invariants
+///
+/// `resumer` is nonzero, and nothing it names resumes a slot any more, for as long as
+/// the value is borrowed.
+pub(crate) struct Ended<'a> {
+    resumer: usize,
+    _end: PhantomData<&'a ()>,
+}
+
+impl Ended<'_> {
+    /// The end of `resumer` (nonzero: `None` for 0).
+    ///
+    /// # Safety
+    ///
+    /// Nothing `resumer` names, as slots were handed off to it ([`Owner::post`] names the
+    /// QP, [`Owner::hand_off_to`] what its caller gives), resumes a slot any more, as long
+    /// as the value lives.
+    pub(crate) unsafe fn new(resumer: usize) -> Option<Self> {
+        // INVARIANT: the caller's promise.
+        (resumer != 0).then_some(Self {
+            resumer,
+            _end: PhantomData,
+        })
+    }
 }
 
 // SAFETY: the value moves with the slot.
@@ -88,6 +120,7 @@ impl<T> Slot<T> {
         Self {
             value: UnsafeCell::new(value),
             state: Atomic::new(FREE),
+            resumer: Atomic::new(0),
         }
     }
 
@@ -133,30 +166,33 @@ impl<T> Slot<T> {
         })
     }
 
-    /// Takes the slot whatever event it was handed off to (`None` if it has an owner): for
-    /// the end of its user, when what it waits for will never come (a completion the
+    /// Takes the slot back from what `ended` shows over, if the slot was handed off to it
+    /// (`None` otherwise: it has an owner, is free, or waits for something else): for the
+    /// end of its user, when what the slot waits for will never come (a completion the
     /// provider lost).
-    ///
-    /// # Safety
-    ///
-    /// Nothing resumes the slot any more: the QPs its requests went to are drained, and
-    /// every core it was handed to gave it back.
-    pub(crate) unsafe fn take_after_drain(&self) -> Option<Owner<'_, T>> {
-        let mut state = self.state.load(Relaxed);
+    pub(crate) fn take_after(&self, ended: &Ended<'_>) -> Option<Owner<'_, T>> {
         loop {
-            if state == OWNED || (state >= AWAITING_MIN && (state - AWAITING_MIN) % 2 == 1) {
+            let state = self.state.load(Acquire);
+            if state < AWAITING_MIN {
                 return None;
             }
-            match self.state.cmpxchg(state, OWNED, Acquire) {
-                // INVARIANT: free or handed off to an event that will not take it back (the
-                // function's safety section): this owner is the only one.
-                Ok(_) => {
-                    return Some(Owner {
-                        slot: self,
-                        _not_send: PhantomData,
-                    })
-                }
-                Err(now) => state = now,
+            if (state - AWAITING_MIN) % 2 == 1 {
+                // A post that hands the slot off is returning: wait for it.
+                kernel::processor::cpu_relax();
+                continue;
+            }
+            if self.resumer.load(Relaxed) != ended.resumer {
+                return None;
+            }
+            // INVARIANT: `OWNED` (with acquire) from a hand-off to what `ended` shows over,
+            // which will not resume it: this owner is the only one. (If the slot was resumed
+            // and handed off again meanwhile, to the same event, its state is the same but
+            // its resumer is another: what `ended` names resumes nothing any more.)
+            if self.state.cmpxchg(state, OWNED, Acquire).is_ok() {
+                return Some(Owner {
+                    slot: self,
+                    _not_send: PhantomData,
+                });
             }
         }
     }
@@ -191,12 +227,32 @@ impl<'a, T> Owner<'a, T> {
         self.slot
     }
 
-    /// Hands the slot off to event `tag` (a core the step handed its work to, a list it
-    /// waits on): from now on only [`Slot::resume`] with that tag reaches the state.
+    /// Hands the slot off to event `tag` (a list it waits on): from now on only
+    /// [`Slot::resume`] with that tag reaches the state. No [`Ended`] takes it back.
     pub(crate) fn hand_off(self, tag: Tag) {
+        // (0 names nothing an `Ended` shows over)
+        self.hand_off_with(tag, 0);
+    }
+
+    /// As [`Owner::hand_off`], to event `tag` of `resumer` (as an [`Ended`] names it): a
+    /// slot it never resumes is taken back once it is over ([`Slot::take_after`]).
+    ///
+    /// # Safety
+    ///
+    /// Only `resumer` resumes the slot with `tag` (so that its [`Ended`] shows the slot
+    /// will not be resumed).
+    pub(crate) unsafe fn hand_off_to(self, tag: Tag, resumer: usize) {
+        self.hand_off_with(tag, resumer);
+    }
+
+    /// Hands the slot off to event `tag`, naming `resumer` as what resumes it (0: what no
+    /// `Ended` covers; otherwise the promise of [`Owner::hand_off_to`]'s caller).
+    fn hand_off_with(self, tag: Tag, resumer: usize) {
         let slot = self.slot;
         core::mem::forget(self);
-        // INVARIANT: the owner is gone (not dropped: the slot stays taken), with release.
+        slot.resumer.store(resumer, Relaxed);
+        // INVARIANT: the owner is gone (not dropped: the slot stays taken), with release;
+        // `resumer` is written before.
         slot.state.store(awaiting(tag), Release);
     }
 
@@ -224,6 +280,8 @@ impl<'a, T> Owner<'a, T> {
             ..
         } = prepared;
         core::mem::forget(self);
+        // (the QP's completions resume it: a drain of the QP shows them over)
+        slot.resumer.store(qp.address(), Relaxed);
         // INVARIANT: the owner is gone, with release; the completion of `tag` waits until
         // the post returned (`resume`), nothing else takes the slot.
         slot.state.store(posting(tag), Release);
@@ -232,7 +290,7 @@ impl<'a, T> Owner<'a, T> {
         // what it posts waits for that before it resumes the slot. Their completion
         // entries and buffers outlive them (`SendWr::new`'s and `RwCtx::set_completions`'
         // promises).
-        let posted = unsafe { qp.post_send_raw(first) };
+        let posted = unsafe { qp.gate().post_send(first) };
         match posted {
             Ok(()) => {
                 // INVARIANT: handed off to `tag`, with release.
