@@ -195,18 +195,14 @@ impl Request {
             .store(Arc::into_raw(held).cast_mut().cast(), Release);
         let req = request.raw();
         let slot = owner.slot();
-        // SAFETY: the core resumes the slot with `core` only through a request on `sq` (the
-        // transport's `queue_response`), or this call does, below.
-        // The core has the request then (the slot is handed off until it answers).
+        owner.hand_off(core);
+        // SAFETY: the core has the request now (the slot is handed off until it answers).
         // The request, the command and the response (`set_response`) live in the queue or
         // in buffers the request holds, and the queue lives while the request holds it,
         // until it ended; `sq` is the queue's, entered; `ops` is `T`'s table, whose
         // `queue_response` takes the queue back (as a `T::Queue`) and finds the request in
         // its `T::Request`; the port is the caller's promise.
-        let accepted = unsafe {
-            owner.hand_off_to(core, sq.sq() as usize);
-            bindings::nvmet_req_init(req, sq.sq(), ops.as_raw())
-        };
+        let accepted = unsafe { bindings::nvmet_req_init(req, sq.sq(), ops.as_raw()) };
         if !accepted {
             return Ok(None);
         }
@@ -276,13 +272,12 @@ impl Request {
         let Some(req) = owner.request().hand_over("execution") else {
             return;
         };
-        // SAFETY: the request was started (`hand_over`); its slot, handed off to the core
-        // (which resumes it only through this request, on its sq), stays in place while the
-        // request is in the core (`init`); `execute` was set by `nvmet_req_init`'s parsing
-        // (never left unset for an accepted command; if it were, the request is completed
-        // as failed rather than left hanging).
+        owner.hand_off(core);
+        // SAFETY: the request was started (`hand_over`) and its slot is handed off to the
+        // core, in place while the request is in the core (`init`); `execute` was set by
+        // `nvmet_req_init`'s parsing (never left unset for an accepted command; if it were,
+        // the request is completed as failed rather than left hanging).
         unsafe {
-            owner.hand_off_to(core, (*req).sq as usize);
             match (*req).execute {
                 Some(execute) => execute(req),
                 None => bindings::nvmet_req_complete(req, bindings::NVME_SC_INTERNAL as u16),
@@ -297,12 +292,9 @@ impl Request {
         let Some(req) = owner.request().hand_over("completion") else {
             return;
         };
-        // SAFETY: the request was started; its slot is handed off to the core, which
-        // resumes it only through this request, on its sq.
-        unsafe {
-            owner.hand_off_to(core, (*req).sq as usize);
-            bindings::nvmet_req_complete(req, status);
-        }
+        owner.hand_off(core);
+        // SAFETY: the request was started and its slot is handed off to the core.
+        unsafe { bindings::nvmet_req_complete(req, status) };
     }
 
     /// Completes the request of the slot `owner` holds with an error `status` at byte

@@ -5,7 +5,6 @@
 //! the queue that embeds it.
 
 use super::{bindings, CtrlId};
-use crate::rdma::slot::Ended;
 use kernel::{
     prelude::*,
     sync::{
@@ -126,31 +125,19 @@ impl SqCq {
     /// Waits until every request of the queue completed and releases the queue from its
     /// controller (`nvmet_sq_destroy`, then `nvmet_cq_put`, which may drop the controller's
     /// last reference: so this runs in the release work, never where the last `Arc` of the
-    /// queue happens to go). Sleeps: process context only.
-    ///
-    /// Returns, from the call that destroyed the sq, what shows the core over with the
-    /// queue's requests: it resumes none of their slots any more
-    /// ([`crate::rdma::slot::Slot::take_after`]).
-    pub(crate) fn destroy(&self) -> Option<Ended<'_>> {
-        let mut ended = None;
+    /// queue happens to go). Sleeps: process context only. Once it returned, the core has
+    /// given every request of the queue back (their slots are the transport's again).
+    pub(crate) fn destroy(&self) {
         // INVARIANT: each flag goes false as its release is done, once.
         if self.sq_live.xchg(false, Full) {
-            // SAFETY: the sq was initialised and is destroyed once (type invariant). Once
-            // `nvmet_sq_destroy` returned, every request of the sq was completed (its
-            // `queue_response` returned) or uninitialised, and none starts any more: the
-            // core, which resumes the slots of the sq's requests (`Request`'s hand-offs name
-            // the sq), resumes none any more.
-            ended = unsafe {
-                bindings::nvmet_sq_destroy(self.sq.get());
-                Ended::new(self.sq.get() as usize)
-            };
+            // SAFETY: the sq was initialised and is destroyed once (type invariant).
+            unsafe { bindings::nvmet_sq_destroy(self.sq.get()) };
         }
         if self.cq_live.xchg(false, Full) {
             // SAFETY: initialised by `nvmet_cq_init`; its reference is put once (type
             // invariant), after the sq, its other user, is destroyed.
             unsafe { bindings::nvmet_cq_put(self.cq.get()) };
         }
-        ended
     }
 }
 

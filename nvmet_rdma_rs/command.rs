@@ -28,9 +28,8 @@
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 
-// Still holds `unsafe`: the port's promise of `Request::init` and the reclaim after the
-// drain, which the binding layers cannot check yet (issue 15; Documentation/nvmet-rdma-rs.md,
-// "Where `unsafe` lives").
+// Still holds `unsafe`: the port's promise of `Request::init`, which the binding layers
+// cannot check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
 #![allow(unsafe_code)]
 
 use crate::nvmet::{
@@ -42,7 +41,7 @@ use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
-    slot::{Ended, Owner, Slot, Tag},
+    slot::{Owner, Slot, Tag},
     CmHandler, CmId, Cqe, DmaBuf, QpCqeHandler,
 };
 use crate::recv::{CmdSlot, RecvSlots, SharedSlots};
@@ -526,20 +525,19 @@ impl Io {
         owner.req.uninit();
     }
 
-    /// After the queue's QP was drained (`drained`) and its sq destroyed (`core_ended`,
-    /// if this release destroyed it): frees what commands that never completed still
-    /// hold.
-    pub(crate) fn reclaim(&self, drained: &Drained<'_>, core_ended: Option<&Ended<'_>>) {
+    /// After the queue's QP was drained (`drained`): frees what commands that never
+    /// completed still hold. (The queue's sq is destroyed first: the core has given every
+    /// request back.)
+    pub(crate) fn reclaim(&self, drained: &Drained<'_>) {
         let qp_ended = drained.ended();
         for rsp in &self.rsps {
             // Every slot is free again (a command whose response could not be posted left
             // its slot free with what it held), unless what it waited for never came (a
             // provider loses completions when a connection drops under it).
             let owner = rsp.state.claim().or_else(|| {
-                let taken = [qp_ended.as_ref(), core_ended]
-                    .into_iter()
-                    .flatten()
-                    .find_map(|ended| rsp.state.take_after(ended));
+                let taken = qp_ended
+                    .as_ref()
+                    .and_then(|ended| rsp.state.take_after(ended));
                 match &taken {
                     Some(_) => pr_warn!(
                         "response slot {} never got the completion it waited for; reclaimed after the drain\n",

@@ -427,11 +427,11 @@ impl WorkItem<2> for Queue {
             io.abandon_waiting(this.as_arc_borrow());
         }
         // Waits for every request: those in RDMA are flushed by the disconnect.
-        let core_ended = this.nvmet.destroy();
+        this.nvmet.destroy();
         let drained = id.as_ref().map(|id| id.shut_down());
         if let (Some(io), Some(drained)) = (this.io.as_ref(), &drained) {
             this.lists.discard_parked(io);
-            io.reclaim(drained, core_ended.as_ref());
+            io.reclaim(drained);
         }
         drop(id);
         pr_info!(

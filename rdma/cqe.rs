@@ -40,7 +40,8 @@ pub(crate) trait QpCqeHandler<const ID: u64 = 0> {
 ///
 /// # Safety
 ///
-/// `OFFSET` is the offset of a field of type `Cqe<Self, ID>` in `Self`.
+/// `OFFSET` is the offset of a field of type `Cqe<Self, ID>` in `Self`, and
+/// [`HasCqe::entry`], if an implementation overrides it, returns that field.
 pub(crate) unsafe trait HasCqe<const ID: u64 = 0> {
     /// The offset of the `Cqe<Self, ID>` field.
     const OFFSET: usize;

@@ -4,10 +4,9 @@
 //!
 //! This layer is shared by source: every module of the project includes it with
 //! `#[path = "../rdma/mod.rs"] mod rdma;` and links its C helpers (see `rdma/rdma.mk`).
-//! Module code uses its types and no `bindings::`. The demo pair holds no `unsafe`;
-//! `nvmet_rdma_rs` (with `nvmet/`, the other binding layer) still makes one `unsafe` call
-//! into it, a promise about the lifecycle of its slots that the layer cannot check yet
-//! (`Slot::take_after_drain`).
+//! Module code uses its types and no `bindings::`: the demo pair and `nvmet_rdma_rs` hold
+//! no `unsafe` of their own but for one call into `nvmet/`, the other binding layer
+//! (`nvmet::Request::init`'s promise about the port).
 //! Each crate root defines `MODULE_NAME`, the C string the RDMA core records as the
 //! owner of the objects the layer creates (`rdma res show`).
 //!

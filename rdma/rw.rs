@@ -173,6 +173,10 @@ pub(crate) enum TransferEnd<'a> {
 /// Shows that a QP was drained ([`super::CmId::shut_down`]): every work request posted on
 /// it before is done. It borrows the id, so it cannot outlive the QP (and name another QP
 /// made later at the same address).
+///
+/// # Invariants
+///
+/// `qp` is 0, or the address of a QP that was drained and lives for `'a`.
 pub(crate) struct Drained<'a> {
     /// The QP's address (only compared); 0 if the id had none.
     qp: usize,
@@ -180,10 +184,24 @@ pub(crate) struct Drained<'a> {
 }
 
 impl<'a> Drained<'a> {
-    /// The drain of the QP at `qp`, which the caller completed.
-    pub(super) fn new(qp: usize) -> Self {
+    /// The drain of the QP at `qp`.
+    ///
+    /// # Safety
+    ///
+    /// The QP at `qp` was drained (every request posted on it completed, and posting on
+    /// it is closed), and it lives for `'a`.
+    pub(super) unsafe fn new(qp: usize) -> Self {
+        // INVARIANT: the caller's promise.
         Self {
             qp,
+            _id: PhantomData,
+        }
+    }
+
+    /// The drain of an id without a QP: it shows nothing over.
+    pub(super) fn no_qp() -> Self {
+        Self {
+            qp: 0,
             _id: PhantomData,
         }
     }

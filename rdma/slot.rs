@@ -48,6 +48,10 @@ pub(crate) type Tag = u8;
 /// The smallest handed-off state: `awaiting(0)`.
 const AWAITING_MIN: u32 = 2;
 
+/// [`Slot::take_after`] holds the slot while it checks what a hand-off named: no owner
+/// exists, and the events it was handed off to wait, as they do for a post.
+const TAKING: u32 = u32::MAX;
+
 /// Handed off to event `tag`.
 const fn awaiting(tag: Tag) -> u32 {
     AWAITING_MIN + 2 * tag as u32
@@ -65,7 +69,8 @@ const fn posting(tag: Tag) -> u32 {
 ///
 /// `state` is `OWNED` exactly while one `Owner` of this slot exists, or `posting(tag)`
 /// while [`Owner::post`] (which holds what was the owner) runs its post; only they reach
-/// `value` (or `&mut self`). It is `FREE` or `awaiting(tag)` otherwise. Every change away
+/// `value` (or `&mut self`). It is `TAKING` while [`Slot::take_after`] checks a hand-off,
+/// and `FREE` or `awaiting(tag)` otherwise. Every change away
 /// from an owner is a release, and every change to `OWNED` an acquire, so that each owner
 /// sees what the previous one wrote. While the slot is handed off, `resumer` is what
 /// resumes it, as [`Ended`] names it (0: an event that no [`Ended`] covers), written by
@@ -150,7 +155,9 @@ impl<T> Slot<T> {
                         _not_send: PhantomData,
                     })
                 }
-                Err(state) if state == posting(tag) => kernel::processor::cpu_relax(),
+                Err(state) if state == posting(tag) || state == TAKING => {
+                    kernel::processor::cpu_relax()
+                }
                 Err(_) => return None,
             }
         }
@@ -172,28 +179,34 @@ impl<T> Slot<T> {
     /// provider lost).
     pub(crate) fn take_after(&self, ended: &Ended<'_>) -> Option<Owner<'_, T>> {
         loop {
-            let state = self.state.load(Acquire);
-            if state < AWAITING_MIN {
-                return None;
-            }
-            if (state - AWAITING_MIN) % 2 == 1 {
-                // A post that hands the slot off is returning: wait for it.
+            let state = self.state.load(Relaxed);
+            if state == TAKING || (state >= AWAITING_MIN && (state - AWAITING_MIN) % 2 == 1) {
+                // A post that hands the slot off is returning, or another `take_after`
+                // checks it: wait for them.
                 kernel::processor::cpu_relax();
                 continue;
             }
-            if self.resumer.load(Relaxed) != ended.resumer {
+            if state < AWAITING_MIN {
                 return None;
             }
-            // INVARIANT: `OWNED` (with acquire) from a hand-off to what `ended` shows over,
-            // which will not resume it: this owner is the only one. (If the slot was resumed
-            // and handed off again meanwhile, to the same event, its state is the same but
-            // its resumer is another: what `ended` names resumes nothing any more.)
-            if self.state.cmpxchg(state, OWNED, Acquire).is_ok() {
-                return Some(Owner {
-                    slot: self,
-                    _not_send: PhantomData,
-                });
+            // Held while the hand-off's resumer is checked, so that no other hand-off can
+            // replace it meanwhile (with acquire: the resumer written before it).
+            if self.state.cmpxchg(state, TAKING, Acquire).is_err() {
+                continue;
             }
+            if self.resumer.load(Relaxed) != ended.resumer {
+                // Not what `ended` shows over: handed off as it was (resumes waited).
+                self.state.store(state, Release);
+                return None;
+            }
+            // INVARIANT: `OWNED` from a hand-off to what `ended` shows over, which will not
+            // resume the slot nor use its state any more: this owner is the only one, and
+            // the only user.
+            self.state.store(OWNED, Relaxed);
+            return Some(Owner {
+                slot: self,
+                _not_send: PhantomData,
+            });
         }
     }
 
@@ -239,8 +252,9 @@ impl<'a, T> Owner<'a, T> {
     ///
     /// # Safety
     ///
-    /// Only `resumer` resumes the slot with `tag` (so that its [`Ended`] shows the slot
-    /// will not be resumed).
+    /// Until the slot is resumed, only `resumer` uses what the state lends it (a request
+    /// the state holds, memory it points to): once an [`Ended`] shows `resumer` over,
+    /// nothing does.
     pub(crate) unsafe fn hand_off_to(self, tag: Tag, resumer: usize) {
         self.hand_off_with(tag, resumer);
     }

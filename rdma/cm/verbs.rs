@@ -12,13 +12,13 @@ use crate::rdma::{
     rw::{Drained, RwBinding},
     Cq, DmaBuf, Pd, Srq,
 };
-use core::{
-    ptr::NonNull,
-    sync::atomic::{AtomicBool, Ordering},
-};
+use core::ptr::NonNull;
 use kernel::{
     prelude::*,
-    sync::{Arc, ArcBorrow, UniqueArc},
+    sync::{
+        atomic::{Acquire, Atomic, Full, Release},
+        Arc, ArcBorrow, UniqueArc,
+    },
 };
 
 /// Sizes of a QP.
@@ -75,9 +75,10 @@ pub(super) struct Verbs {
     pd: Arc<Pd>,
     /// The SRQ the QP receives from, if any (kept alive until the QP is gone).
     srq: Option<Arc<dyn Send + Sync>>,
-    /// The QP was drained: once is enough, and on an SRQ a second `ib_drain_qp` would
-    /// wait a minute for an `IB_EVENT_QP_LAST_WQE_REACHED` that came already.
-    drained: AtomicBool,
+    /// How far the QP's drain is ([`NOT_DRAINED`], [`DRAINING`], [`DRAINED`]): once is
+    /// enough, and on an SRQ a second `ib_drain_qp` would wait a minute for an
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` that came already.
+    drained: Atomic<u32>,
     /// Bytes a send may carry inline, as the device granted.
     inline_data: u32,
     /// The QP's posting gate and records of failed requests, kept until the CQ is gone
@@ -88,24 +89,37 @@ pub(super) struct Verbs {
     pub(super) gate: Arc<QpGate>,
 }
 
+/// The QP was not drained.
+const NOT_DRAINED: u32 = 0;
+/// A drain of the QP is under way.
+const DRAINING: u32 = 1;
+/// The QP was drained.
+const DRAINED: u32 = 2;
+
 impl Verbs {
-    /// Drains the QP of `id` unless done before.
+    /// Drains the QP of `id` unless done before; returns once it is drained (by this call
+    /// or another).
     ///
     /// # Safety
     ///
     /// `id` owns these verbs and its QP exists; the caller runs in process context, not in
     /// a completion callback of the QP's CQ.
     pub(super) unsafe fn drain(&self, id: *mut bindings::rdma_cm_id) {
-        if !self.drained.swap(true, Ordering::AcqRel) {
-            // Nothing may be posted behind the drain's marker: it would never complete.
-            self.records.close();
-            self.gate.close();
-            // SAFETY: see the function's safety section; drained, the QP still exists.
-            unsafe {
-                bindings::ib_drain_qp((*id).qp);
-                self.records.end_transfers();
+        if self.drained.cmpxchg(NOT_DRAINED, DRAINING, Full).is_err() {
+            while self.drained.load(Acquire) != DRAINED {
+                kernel::time::delay::fsleep(kernel::time::Delta::from_millis(1));
             }
+            return;
         }
+        // Nothing may be posted behind the drain's marker: it would never complete.
+        self.records.close();
+        self.gate.close();
+        // SAFETY: see the function's safety section; drained, the QP still exists.
+        unsafe {
+            bindings::ib_drain_qp((*id).qp);
+            self.records.end_transfers();
+        }
+        self.drained.store(DRAINED, Release);
     }
 }
 
@@ -249,7 +263,7 @@ impl<T: CmHandler> CmId<T> {
             cq,
             pd,
             srq: srq.map(|(_, kept)| kept),
-            drained: AtomicBool::new(false),
+            drained: Atomic::new(NOT_DRAINED),
             inline_data: attr.cap.max_inline_data,
             records,
             gate,
@@ -438,12 +452,18 @@ impl<T: CmHandler> CmId<T> {
     /// (for [`super::super::rw::RwCtx::destroy`]).
     pub(crate) fn shut_down(&self) -> Drained<'_> {
         let _ = self.disconnect();
-        if let Some(verbs) = &self.verbs {
-            // SAFETY: the QP exists while `verbs` is set (invariant); the caller runs in
-            // process context outside the CQ's completion callbacks, as draining needs.
-            unsafe { verbs.drain(self.raw()) };
+        let Some(verbs) = &self.verbs else {
+            return Drained::no_qp();
+        };
+        let qp = self.qp().map_or(0, |qp| qp.address());
+        // SAFETY: the QP exists while `verbs` is set (invariant); the caller runs in
+        // process context outside the CQ's completion callbacks, as draining needs. Once
+        // `drain` returned, the QP at `qp` is drained, and it lives while the id is
+        // borrowed.
+        unsafe {
+            verbs.drain(self.raw());
+            Drained::new(qp)
         }
-        Drained::new(self.qp().map_or(0, |qp| qp.address()))
     }
 }
 
