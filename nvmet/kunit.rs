@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit suites of the nvmet binding: a submission/completion queue pair through its life
-//! with the real nvmet core (initialised, entered, destroyed, refused once destroyed), and
-//! what a request that is not started allows.
+//! with the real nvmet core (initialised, entered, destroyed, refused once destroyed), the
+//! hold it keeps on its port, and what a request that is not started allows.
 //!
 //! They run when `nvmet_rdma_rs` loads on a kernel with `CONFIG_KUNIT=y` (the test kernel)
 //! and report in KTAP on the console; without KUnit they are not compiled.
@@ -11,8 +11,24 @@ use kernel::prelude::kunit_tests;
 
 #[kunit_tests(nvmet_rs_binding)]
 mod binding {
-    use crate::nvmet::{request::Request, sq::impl_has_sq_cq, SqCq};
+    use crate::nvmet::{
+        bindings,
+        port::{new_link, PortLink},
+        request::Request,
+        sq::impl_has_sq_cq,
+        workqueue::flush_nvmet_workqueue,
+        EnabledPort, PortConfig, SqCq,
+    };
+    use core::ptr::NonNull;
     use kernel::{prelude::*, sync::Arc};
+
+    /// A port as configfs would make one, and its link (number 7), as `add_port` makes it.
+    fn test_port() -> Result<(KBox<bindings::nvmet_port>, Arc<PortLink>, EnabledPort)> {
+        let mut port = KBox::new(Default::default(), GFP_KERNEL)?;
+        let link = new_link(NonNull::from(&mut *port), 7)?;
+        let enabled = PortConfig::new(&mut port, &link).enabled();
+        Ok((port, link, enabled))
+    }
 
     /// A queue that embeds a pair, held in an `Arc` as [`SqCq::enter`] asks.
     #[pin_data]
@@ -25,24 +41,64 @@ mod binding {
 
     #[test]
     fn sq_cq_lifecycle() -> Result {
-        let queue = Arc::pin_init(try_pin_init!(TestQueue { pair <- SqCq::new() }), GFP_KERNEL)?;
+        let (port, link, enabled) = test_port()?;
+        let hold = enabled.hold()?;
+        assert_eq!(link.holds(), 1);
+        let queue = Arc::pin_init(
+            try_pin_init!(TestQueue { pair <- SqCq::new(hold) }),
+            GFP_KERNEL,
+        )?;
         let queue = queue.as_arc_borrow();
         let pair = &queue.pair;
         {
             let entered = SqCq::enter(&queue);
             assert!(entered.is_some());
+            // The requests started on it name the port the pair holds.
+            assert!(entered.is_some_and(|entered| {
+                core::ptr::eq(entered.port(), core::ptr::from_ref(&*port))
+            }));
             // (a second reference beside the first)
             assert!(SqCq::enter(&queue).is_some());
         }
         // No Connect installed a controller: nothing to end.
         assert!(pair.ctrl().is_none());
         assert!(!pair.fatal_error());
-        // Waits for the references taken above (dropped), then refuses new ones.
+        // Waits for the references taken above (dropped), then refuses new ones, and
+        // gives the port up.
         pair.destroy();
         assert!(SqCq::enter(&queue).is_none());
+        assert_eq!(link.holds(), 0);
         // Destroying twice does nothing more (and dropping the pair neither).
         pair.destroy();
         assert!(SqCq::enter(&queue).is_none());
+        assert_eq!(link.holds(), 0);
+        link.cut();
+        drop(port);
+        Ok(())
+    }
+
+    #[test]
+    fn port_hold_outlives_removal() -> Result {
+        let (port, link, enabled) = test_port()?;
+        let first = enabled.hold()?;
+        let second = enabled.hold()?;
+        assert_eq!(link.holds(), 2);
+        // A hold given up early counts once, however often it is given up.
+        second.release();
+        second.release();
+        drop(second);
+        assert_eq!(link.holds(), 1);
+        // Removed: no new hold, and accessors see nothing.
+        link.cut();
+        assert_eq!(enabled.hold().err(), Some(ENODEV));
+        assert!(!enabled.pi_enabled());
+        // The hold taken before stays counted (the queued wait sees it) until it goes;
+        // then the flush the core does before it frees the port returns.
+        assert_eq!(link.holds(), 1);
+        drop(first);
+        assert_eq!(link.holds(), 0);
+        flush_nvmet_workqueue();
+        drop(port);
         Ok(())
     }
 

@@ -33,7 +33,7 @@ pub(crate) mod transport;
 pub(crate) mod workqueue;
 
 pub(crate) use ctrl::{Ctrl, CtrlId};
-pub(crate) use port::{EnabledPort, PortConfig};
+pub(crate) use port::{EnabledPort, PortConfig, PortHold};
 pub(crate) use request::{HasRequest, Request};
 pub(crate) use sq::{HasSqCq, SqCq};
 pub(crate) use transport::{OpsRef, Registration, Transport};

@@ -3,10 +3,19 @@
 //! Ports (`struct nvmet_port`, `/sys/kernel/config/nvmet/ports/N`): their configuration
 //! while the transport enables one, and a handle that stays usable afterwards.
 
-use super::bindings;
+use super::{bindings, workqueue::nvmet_workqueue};
 use crate::rdma::SocketAddr;
 use core::ptr::NonNull;
-use kernel::{prelude::*, revocable::Revocable, sync::Arc};
+use kernel::{
+    prelude::*,
+    revocable::Revocable,
+    sync::{
+        atomic::{Acquire, Atomic, Full, Relaxed, Release},
+        Arc,
+    },
+    time::{delay::fsleep, Delta},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
+};
 
 /// A configfs port the core is enabling, lent to [`super::Transport::add_port`].
 pub(crate) struct PortConfig<'a> {
@@ -103,13 +112,106 @@ unsafe impl Send for RawPort {}
 unsafe impl Sync for RawPort {}
 
 /// The link from the transport's handles to an enabled port, cut by `remove_port` (after
-/// which the core may free the port).
-pub(super) type PortLink = Revocable<RawPort>;
+/// which the core may free the port, once its workqueue is flushed), and the count of the
+/// [`PortHold`]s that keep the port from being freed.
+///
+/// # Invariants
+///
+/// `holds` counts the live [`PortHold`]s on the port; one is taken only while `port` is not
+/// revoked. Once [`PortLink::cut`] revoked it, a wait on `nvmet_wq` for `holds` to reach
+/// zero is queued (unless it is zero already), so the core's flush of `nvmet_wq` before it
+/// frees the port returns only once no hold is left.
+#[pin_data]
+pub(super) struct PortLink {
+    #[pin]
+    port: Revocable<RawPort>,
+    /// The live [`PortHold`]s.
+    holds: Atomic<usize>,
+    /// The port's number, for log lines.
+    id: u16,
+    /// Waits on `nvmet_wq` for the holds once the port was removed.
+    #[pin]
+    wait_work: Work<PortLink>,
+}
 
-/// Makes the link of `port`, which the core is enabling.
-pub(super) fn new_link(port: NonNull<bindings::nvmet_port>) -> Result<Arc<PortLink>> {
-    // INVARIANT: the core is enabling the port; `remove_port` revokes the link.
-    Arc::pin_init(Revocable::new(RawPort(port)), GFP_KERNEL)
+impl_has_work! {
+    impl HasWork<Self> for PortLink { self.wait_work }
+}
+
+impl WorkItem for PortLink {
+    type Pointer = Arc<PortLink>;
+
+    fn run(this: Arc<PortLink>) {
+        this.wait_for_holds();
+    }
+}
+
+/// How long the wait for a removed port's holds sleeps between looks.
+const HOLD_POLL: Delta = Delta::from_millis(10);
+/// After how many looks the wait says again that it is still waiting (30 s).
+const HOLD_WARN_EVERY: u32 = 3000;
+
+impl PortLink {
+    /// Cuts the link at the port's removal: the transport's handles see nothing from now
+    /// on and no new hold is taken. If holds are left, queues on `nvmet_wq` a wait for
+    /// them, which the core's flush before it frees the port waits for.
+    pub(super) fn cut(self: &Arc<Self>) {
+        self.port.revoke();
+        // (Revoked, and past the grace period of any hold taken before: the count only
+        // goes down from here.)
+        if self.holds.load(Acquire) == 0 {
+            return;
+        }
+        // INVARIANT: the wait is queued while holds are left. (Queued once: the link is
+        // cut once.)
+        if nvmet_workqueue().enqueue(self.clone()).is_err() {
+            pr_err!(
+                "port {}: the wait for its queues is queued twice\n",
+                self.id
+            );
+        }
+    }
+
+    /// The live holds on the port (for tests).
+    #[cfg(CONFIG_KUNIT)]
+    pub(super) fn holds(&self) -> usize {
+        self.holds.load(Acquire)
+    }
+
+    /// Sleeps until no hold on the port is left (on `nvmet_wq`, after its removal).
+    fn wait_for_holds(&self) {
+        let mut looks: u32 = 0;
+        loop {
+            let left = self.holds.load(Acquire);
+            if left == 0 {
+                return;
+            }
+            looks = looks.wrapping_add(1);
+            if looks % HOLD_WARN_EVERY == 0 {
+                pr_warn!(
+                    "port {}: removed, and {left} queue(s) still name it; the core frees it \
+                     once they are released\n",
+                    self.id
+                );
+            }
+            fsleep(HOLD_POLL);
+        }
+    }
+}
+
+/// Makes the link of `port` (number `id`), which the core is enabling.
+pub(super) fn new_link(port: NonNull<bindings::nvmet_port>, id: u16) -> Result<Arc<PortLink>> {
+    // INVARIANT: the core is enabling the port; `remove_port` revokes the link; no hold
+    // exists yet.
+    Arc::pin_init(
+        try_pin_init!(PortLink {
+            port <- Revocable::new(RawPort(port)),
+            holds: Atomic::new(0),
+            id,
+            wait_work <- new_work!("PortLink::wait_work"),
+        }),
+        GFP_KERNEL,
+    )
 }
 
 /// A transport's handle on a port it enabled, from [`PortConfig::enabled`]; once the core
@@ -117,7 +219,7 @@ pub(super) fn new_link(port: NonNull<bindings::nvmet_port>) -> Result<Arc<PortLi
 #[derive(Clone)]
 pub(crate) struct EnabledPort {
     link: Arc<PortLink>,
-    /// The port's address, for [`EnabledPort::as_raw`].
+    /// The port's address, for [`PortHold::as_raw`].
     address: usize,
 }
 
@@ -125,6 +227,7 @@ impl EnabledPort {
     /// `param_pi_enable`; false once the port was removed.
     pub(crate) fn pi_enabled(&self) -> bool {
         self.link
+            .port
             .try_access_with(|port| {
                 // SAFETY: the port is live until the link is revoked (`RawPort`). configfs
                 // refuses to change an enabled port's parameters (a write racing with
@@ -138,15 +241,61 @@ impl EnabledPort {
     /// Switches `param_pi_enable` off, for controllers created from now on (configfs then
     /// shows 0); nothing once the port was removed.
     pub(crate) fn disable_pi(&self) {
-        self.link.try_access_with(|port| {
+        self.link.port.try_access_with(|port| {
             // SAFETY: as in `pi_enabled`.
             unsafe { core::ptr::write_volatile(&raw mut (*port.0.as_ptr()).pi_enable, false) }
         });
     }
 
-    /// The port, for `nvmet_req.port` of the requests of its queues. Using it after the
-    /// port's `remove_port` returned is the caller's to avoid.
-    pub(crate) fn as_raw(&self) -> *mut bindings::nvmet_port {
+    /// A hold on the port, for a queue that came in through it to name it in its requests
+    /// ([`super::SqCq::new`]); `ENODEV` once the port was removed.
+    pub(crate) fn hold(&self) -> Result<PortHold> {
+        self.link
+            .port
+            .try_access_with(|_| {
+                // INVARIANT: counted while the link is not revoked (inside its read-side
+                // section, which `cut` waits for before it reads the count).
+                self.link.holds.fetch_add(1, Relaxed);
+                PortHold {
+                    link: self.link.clone(),
+                    address: self.address,
+                    held: Atomic::new(true),
+                }
+            })
+            .ok_or(ENODEV)
+    }
+}
+
+/// Keeps a port from being freed, even after its removal, until it is released (or
+/// dropped): the core frees a removed port only after a flush of `nvmet_wq`, which waits
+/// for the holds (see [`PortLink`]).
+///
+/// # Invariants
+///
+/// Counted once in its link's `holds` while `held` is true; `address` is the port's.
+pub(crate) struct PortHold {
+    link: Arc<PortLink>,
+    address: usize,
+    held: Atomic<bool>,
+}
+
+impl PortHold {
+    /// The port, for `nvmet_req.port`: not freed while the hold is held.
+    pub(super) fn as_raw(&self) -> *mut bindings::nvmet_port {
         self.address as *mut bindings::nvmet_port
+    }
+
+    /// Gives the hold up (once; later calls and the drop do nothing).
+    pub(super) fn release(&self) {
+        // INVARIANT: the count goes down once, as `held` goes false.
+        if self.held.xchg(false, Full) {
+            self.link.holds.fetch_sub(1, Release);
+        }
+    }
+}
+
+impl Drop for PortHold {
+    fn drop(&mut self) {
+        self.release();
     }
 }

@@ -15,7 +15,7 @@ use super::{
     abi::{COMMAND_SIZE, COMPLETION_SIZE},
     bindings,
     sq::SqEntered,
-    EnabledPort, HasSqCq, OpsRef, Transport,
+    HasSqCq, OpsRef, Transport,
 };
 use crate::rdma::{
     sgl::PageSgl,
@@ -131,8 +131,9 @@ impl Request {
 
     /// Starts the request of the slot `owner` holds, which `place` finds, with the buffer
     /// the command arrived in, in `queue` (of transport `T`), for the command at `offset`
-    /// of that buffer, which arrived on `port`; `sq` is the queue's entered sq (it is not
-    /// being destroyed while the core parses the command). While the core parses the
+    /// of that buffer; `sq` is the queue's entered sq (it is not being destroyed while the
+    /// core parses the command). The request names the port the sq holds, which outlives
+    /// it (the sq is destroyed only once its requests ended). While the core parses the
     /// command the slot is handed off to `core`, the tag its `queue_response` resumes it
     /// with. Until the request ended, it holds the queue (and so the slot and the
     /// buffers, which live in it).
@@ -142,21 +143,13 @@ impl Request {
     /// and took the slot), and the request is not started. `Err(owner)` if `place` finds
     /// no slot or another one than `owner`'s, if `sq` is not the queue's, if the command is
     /// not inside the buffer or the request is started already (nothing ran).
-    ///
-    /// # Safety
-    ///
-    /// `port` stays registered until the request ended: it is the port the queue came in
-    /// through, whose queues the transport releases on `nvmet_wq` when the port is
-    /// removed (the core flushes that workqueue before it frees the port).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn init<'a, T: Transport>(
+    pub(crate) fn init<'a, T: Transport>(
         owner: SlotOwner<'a, T>,
         core: Tag,
         queue: ArcBorrow<'_, T::Queue>,
         place: impl for<'x> FnOnce(&'x T::Queue) -> Option<(&'x T::Request, &'x DmaBuf)>,
         offset: usize,
         sq: &SqEntered<'_>,
-        port: &EnabledPort,
         ops: OpsRef<T>,
     ) -> Started<'a, T> {
         let Some((slot_owner, capsules)) = place(&queue) else {
@@ -185,7 +178,7 @@ impl Request {
         request.lent = None;
         let fields = request.fields_mut();
         fields.cmd = cmd.cast();
-        fields.port = port.as_raw();
+        fields.port = sq.port();
         // INVARIANT: the request holds a reference on its queue from here until it ends;
         // `release_queue` is for `T::Queue`.
         request.release_queue = Some(release_queue::<T>);
@@ -201,7 +194,8 @@ impl Request {
         // in buffers the request holds, and the queue lives while the request holds it,
         // until it ended; `sq` is the queue's, entered; `ops` is `T`'s table, whose
         // `queue_response` takes the queue back (as a `T::Queue`) and finds the request in
-        // its `T::Request`; the port is the caller's promise.
+        // its `T::Request`; the port is held by the sq (`SqCq`), which the core's
+        // reference on it for the request keeps from being destroyed.
         let accepted = unsafe { bindings::nvmet_req_init(req, sq.sq(), ops.as_raw()) };
         if !accepted {
             return Ok(None);

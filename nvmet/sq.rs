@@ -4,7 +4,7 @@
 //! every transport queue embeds, and the step from the `nvmet_sq` the core passes back to
 //! the queue that embeds it.
 
-use super::{bindings, CtrlId};
+use super::{bindings, CtrlId, PortHold};
 use kernel::{
     prelude::*,
     sync::{
@@ -20,7 +20,8 @@ use kernel::{
 ///
 /// `cq` was initialised by `nvmet_cq_init` and its initial reference is held while
 /// `cq_live` is true; `sq` was initialised by `nvmet_sq_init` (with `cq`) and is not yet
-/// destroyed while `sq_live` is true. Both stay pinned.
+/// destroyed while `sq_live` is true. Both stay pinned. `port` is held until the sq is
+/// destroyed: it outlives every request started on the sq, which name it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct SqCq {
     #[pin]
@@ -31,6 +32,8 @@ pub(crate) struct SqCq {
     sq_live: Atomic<bool>,
     /// Whether `nvmet_cq_put` is still owed.
     cq_live: Atomic<bool>,
+    /// The port the queue came in through, which its requests name.
+    port: PortHold,
 }
 
 // SAFETY: the nvmet core synchronises its use of the queues internally (percpu refs,
@@ -40,9 +43,11 @@ unsafe impl Send for SqCq {}
 unsafe impl Sync for SqCq {}
 
 impl SqCq {
-    /// Initialises the pair (`nvmet_cq_init`, `nvmet_sq_init`).
-    pub(crate) fn new() -> impl PinInit<Self, Error> {
+    /// Initialises the pair (`nvmet_cq_init`, `nvmet_sq_init`) of a queue that came in
+    /// through the port `port` holds; the pair keeps the hold until it is destroyed.
+    pub(crate) fn new(port: PortHold) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
+            port,
             sq: Opaque::zeroed(),
             cq <- Opaque::ffi_init(|cq: *mut bindings::nvmet_cq| {
                 // SAFETY: `cq` is pinned memory of this value, uninitialised: zero it (the
@@ -126,7 +131,8 @@ impl SqCq {
     /// controller (`nvmet_sq_destroy`, then `nvmet_cq_put`, which may drop the controller's
     /// last reference: so this runs in the release work, never where the last `Arc` of the
     /// queue happens to go). Sleeps: process context only. Once it returned, the core has
-    /// given every request of the queue back (their slots are the transport's again).
+    /// given every request of the queue back (their slots are the transport's again), and
+    /// the pair gave up its hold on the port.
     pub(crate) fn destroy(&self) {
         // INVARIANT: each flag goes false as its release is done, once.
         if self.sq_live.xchg(false, Full) {
@@ -138,6 +144,9 @@ impl SqCq {
             // invariant), after the sq, its other user, is destroyed.
             unsafe { bindings::nvmet_cq_put(self.cq.get()) };
         }
+        // INVARIANT: the sq is destroyed: no request names the port any more, and the
+        // controller, which may name it too, was put by `nvmet_sq_destroy`.
+        self.port.release();
     }
 }
 
@@ -153,6 +162,12 @@ impl SqEntered<'_> {
     /// The submission queue, for `nvmet_req_init`.
     pub(super) fn sq(&self) -> *mut bindings::nvmet_sq {
         self.0.sq()
+    }
+
+    /// The port the queue came in through: held while the sq is entered, and then by the
+    /// sq until every request started on it ended.
+    pub(super) fn port(&self) -> *mut bindings::nvmet_port {
+        self.0.port.as_raw()
     }
 
     /// Whether this holds the sq of `sq_cq`.

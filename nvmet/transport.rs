@@ -206,28 +206,30 @@ impl<T: Transport> Ops<T> {
         let Some(raw) = NonNull::new(port) else {
             return EINVAL.to_errno();
         };
-        let entry = port::new_link(raw)
+        // SAFETY: the core passes a live port, under `nvmet_config_sem`. (configfs writes
+        // to a port's parameters check only `enabled`, which is still false: a write may
+        // race with this call, as it does with the C transports' `add_port`.)
+        let port_fields = unsafe { &mut *port };
+        let id = u16::from_le(port_fields.disc_addr.portid);
+        let entry = port::new_link(raw, id)
             .and_then(|link| Ok(KBox::new(PortEntry::<T> { link, data: None }, GFP_KERNEL)?));
         let mut entry = match entry {
             Ok(entry) => entry,
             Err(e) => return e.to_errno(),
         };
-        // SAFETY: the core passes a live port, under `nvmet_config_sem`. (configfs writes
-        // to a port's parameters check only `enabled`, which is still false: a write may
-        // race with this call, as it does with the C transports' `add_port`.)
-        let config = PortConfig::new(unsafe { &mut *port }, &entry.link);
+        let config = PortConfig::new(&mut *port_fields, &entry.link);
         match T::add_port(config) {
             Ok(data) => {
                 entry.data = Some(data);
-                // SAFETY: as above; `priv` is the transport's while the port is enabled,
-                // and `remove_port` takes the entry back.
-                unsafe { (*port).priv_ = KBox::into_raw(entry).cast() };
+                // `priv` is the transport's while the port is enabled, and `remove_port`
+                // takes the entry back.
+                port_fields.priv_ = KBox::into_raw(entry).cast();
                 0
             }
             Err(e) => {
                 // The core calls no `remove_port` for a port that failed to enable: cut the
-                // link of any handle the transport kept.
-                entry.link.revoke();
+                // link of any handle the transport kept (and wait for its holds).
+                entry.link.cut();
                 e.to_errno()
             }
         }
@@ -249,9 +251,10 @@ impl<T: Transport> Ops<T> {
         if let Some(data) = data {
             T::remove_port(data);
         }
-        // The core may free the port once this returns: the transport's handles see
-        // nothing from now on.
-        link.revoke();
+        // The core may free the port once this returns and `nvmet_wq` is flushed: the
+        // transport's handles see nothing from now on, and the flush waits for the holds
+        // of the queues that still name the port.
+        link.cut();
     }
 
     /// `queue_response`.

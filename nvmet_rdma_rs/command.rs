@@ -28,14 +28,14 @@
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 
-// Still holds `unsafe`: the port's promise of `Request::init`, which the binding layers
-// cannot check yet (issue 15; Documentation/nvmet-rdma-rs.md, "Where `unsafe` lives").
-#![allow(unsafe_code)]
+// Safe Rust only. `deny`, not `forbid`: `impl_has_cqe!` and `impl_has_request!` expand the
+// layers' `unsafe impl`s, which `forbid` would refuse even inside the macros.
+#![deny(unsafe_code)]
 
 use crate::nvmet::{
     request::{impl_has_request, DataSgls, Request, RequestState},
     sq::SqEntered,
-    EnabledPort, HasSqCq, OpsRef, SqCq, Transport,
+    HasSqCq, OpsRef, SqCq, Transport,
 };
 use crate::rdma::{
     cqe::impl_has_cqe,
@@ -79,8 +79,6 @@ pub(crate) trait Connection: HasSqCq + Sync + Sized {
     fn lists(&self) -> &SlotLists;
     /// The queue's counters.
     fn stats(&self) -> &QueueStats;
-    /// The nvmet port the queue came in through, for its requests.
-    fn nvmet_port(&self) -> &EnabledPort;
     /// The transport's ops table, for its requests.
     fn ops(&self) -> OpsRef<Self::Transport>;
     /// The queue's number, for log lines.
@@ -411,24 +409,18 @@ impl Io {
         owner.in_capsule = false;
         owner.n_rdma = 0;
         owner.invalidate = None;
-        // SAFETY: the port is the one the queue came in through: the port's removal closes
-        // its queues (`Port::disable`), whose release runs on `nvmet_wq`, which the core
-        // flushes before it frees the port.
-        let started = unsafe {
-            Request::init(
-                owner,
-                AWAIT_CORE,
-                queue,
-                |queue| {
-                    let io = queue.io()?;
-                    Some((io.rsps.get(rsp_index as usize)?, io.recv.capsules()))
-                },
-                offset,
-                sq,
-                queue.nvmet_port(),
-                queue.ops(),
-            )
-        };
+        let started = Request::init(
+            owner,
+            AWAIT_CORE,
+            queue,
+            |queue| {
+                let io = queue.io()?;
+                Some((io.rsps.get(rsp_index as usize)?, io.recv.capsules()))
+            },
+            offset,
+            sq,
+            queue.ops(),
+        );
         queue.stats().commands.fetch_add(1, Relaxed);
         let mut owner = match started {
             Ok(Some(owner)) => owner,

@@ -77,7 +77,7 @@ impl Port {
         })
     }
 
-    /// The nvmet port, for requests.
+    /// The nvmet port, for its queues to hold.
     pub(crate) fn nvmet(&self) -> &EnabledPort {
         &self.nvmet
     }

@@ -13,24 +13,21 @@
 #![deny(unsafe_code)]
 
 use crate::command::{Connection, Io, QueueStats, SlotLists, RESPONSE_SIZE};
-use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, EnabledPort, OpsRef, SqCq};
+use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, OpsRef, SqCq};
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
-    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, Pd, PollContext, QpCaps, SocketAddr,
+    lifecycle::{Accepted, Lifecycle, Stage},
+    rw, CmEvent, CmHandler, CmId, ConnectRequest, Pd, PollContext, QpCaps, SocketAddr,
 };
 use crate::target::{ListedQueue, NvmetRdma, Target};
 use crate::wire::ConnectData;
-use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
 use kernel::{
-    fmt, new_mutex,
+    fmt,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex, SetOnce},
+    sync::{Arc, ArcBorrow, SetOnce},
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
-
-const CONNECTING: u8 = 0;
-const LIVE: u8 = 1;
-const DISCONNECTING: u8 = 2;
 
 /// Pages of the largest transfer a command may ask for (1 MiB: `MAX_MDTS` in `fabrics.rs`,
 /// `NVMET_RDMA_MAX_MDTS`): the QP's `rdma_rw` resources are sized for it, as the C
@@ -53,13 +50,9 @@ pub(crate) struct Queue {
     device: usize,
     /// RDMA READs the host lets us have outstanding.
     initiator_depth: u8,
-    state: AtomicU8,
-    /// The adopted id, from the listener's handler to the setup work.
+    /// The id (and QP), from the listener's adoption to the release.
     #[pin]
-    pending: Mutex<Option<CmId<Queue>>>,
-    /// The connected id (and QP); `None` before setup and after release.
-    #[pin]
-    id: Mutex<Option<CmId<Queue>>>,
+    lifecycle: Lifecycle<Queue, CmId<Queue>>,
     /// Buffers and work request contexts, set up once before the accept.
     io: SetOnce<Io>,
     /// Free response slots and waiting commands; filled at setup.
@@ -93,35 +86,37 @@ impl Queue {
         let local = request.local();
         let device = request.device().as_raw() as usize;
         let initiator_depth = request.initiator_depth();
-        let queue = Arc::pin_init(
-            try_pin_init!(Self {
-                nvmet <- SqCq::new(),
-                number,
-                port: port.clone(),
-                target: target.clone(),
-                data,
-                peer,
-                local,
-                device,
-                initiator_depth,
-                state: AtomicU8::new(CONNECTING),
-                pending <- new_mutex!(None),
-                id <- new_mutex!(None),
-                io: SetOnce::new(),
-                lists <- SlotLists::new(),
-                stats: QueueStats::default(),
-                setup_work <- new_work!("Queue::setup_work"),
-                release_work <- new_work!("Queue::release_work"),
-            }),
-            GFP_KERNEL,
-        );
+        // The queue's requests name the port: the pair holds it (`ENODEV` once removed).
+        let hold = port.nvmet().hold();
+        let queue = hold.and_then(|hold| {
+            Arc::pin_init(
+                try_pin_init!(Self {
+                    nvmet <- SqCq::new(hold),
+                    number,
+                    port: port.clone(),
+                    target: target.clone(),
+                    data,
+                    peer,
+                    local,
+                    device,
+                    initiator_depth,
+                    lifecycle <- Lifecycle::new(),
+                    io: SetOnce::new(),
+                    lists <- SlotLists::new(),
+                    stats: QueueStats::default(),
+                    setup_work <- new_work!("Queue::setup_work"),
+                    release_work <- new_work!("Queue::release_work"),
+                }),
+                GFP_KERNEL,
+            )
+        });
         let mut request = Some(request);
         // The id is in `pending` before the queue is listed: a close that finds the queue
         // finds the id, and its release takes it.
         let listed = queue.and_then(|queue| {
             target.add_queue(queue.clone(), || {
                 if let Some(request) = request.take() {
-                    *queue.pending.lock() = Some(request.adopt(queue.clone()));
+                    queue.lifecycle.adopt(queue.clone(), request);
                 }
             })?;
             Ok(queue)
@@ -146,7 +141,7 @@ impl Queue {
 
     /// Creates the QP and buffers, posts the receives (unless an SRQ has them) and
     /// accepts.
-    fn build(this: &Arc<Self>, id: &mut CmId<Queue>) -> Result {
+    fn build_on(this: &Arc<Self>, id: &mut CmId<Queue>) -> Result {
         let device = id.device().ok_or(ENODEV)?;
         let data = &this.data;
         let port_inline_size = this.port.inline_size();
@@ -204,10 +199,10 @@ impl Queue {
 
     /// debugfs `queues`: one line for this queue.
     pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.state.load(Relaxed) {
-            CONNECTING => "connecting",
-            LIVE => "live",
-            _ => "disconnecting",
+        let state = match self.lifecycle.stage() {
+            Stage::Connecting => "connecting",
+            Stage::Live => "live",
+            Stage::Closing => "disconnecting",
         };
         let s = &self.stats;
         writeln!(
@@ -241,22 +236,13 @@ impl Queue {
 impl Queue {
     /// Whether the queue is being torn down (commands are dropped).
     pub(crate) fn is_disconnecting(&self) -> bool {
-        self.state.load(Relaxed) == DISCONNECTING
+        self.lifecycle.is_closing()
     }
 
     /// Starts the teardown: marks the queue disconnecting and queues its release. Takes
     /// no lock, so completion callbacks in any context may call it.
     pub(crate) fn close(self: ArcBorrow<'_, Self>, why: &CStr) {
-        if self.state.swap(DISCONNECTING, Relaxed) == DISCONNECTING {
-            return;
-        }
-        pr_debug!(
-            "queue {} closing ({})\n",
-            self.number,
-            why.to_str().unwrap_or("?")
-        );
-        let this: Arc<Self> = self.into();
-        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this);
+        Lifecycle::close(self, why);
     }
 
     /// A fatal transport error: ends the controller (which deletes its queues) or, before
@@ -286,10 +272,6 @@ impl Connection for Queue {
 
     fn stats(&self) -> &QueueStats {
         &self.stats
-    }
-
-    fn nvmet_port(&self) -> &EnabledPort {
-        self.port.nvmet()
     }
 
     fn ops(&self) -> OpsRef<NvmetRdma> {
@@ -359,70 +341,59 @@ impl ListedQueue for Queue {
 
 impl CmHandler for Queue {
     fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
-        match event.kind() {
-            CmEventKind::Established => {
-                let _ = this
-                    .state
-                    .compare_exchange(CONNECTING, LIVE, Relaxed, Relaxed);
-            }
-            CmEventKind::Disconnected
-            | CmEventKind::TimewaitExit
-            | CmEventKind::DeviceRemoval
-            | CmEventKind::AddrChange
-            | CmEventKind::Rejected
-            | CmEventKind::Unreachable
-            | CmEventKind::ConnectError => this.close(event.name()),
-            _ => {}
-        }
+        Lifecycle::event(this, event);
     }
 }
 
-impl WorkItem<1> for Queue {
-    type Pointer = Arc<Queue>;
+impl Accepted for Queue {
+    type Link = CmId<Queue>;
 
-    /// Sets the queue up and accepts it, or rejects and releases it.
-    fn run(this: Arc<Queue>) {
-        // Taken before `pending` and held through the accept: a release either finds the
-        // adopted id still pending, or waits here for the setup to finish.
-        let mut guard = this.id.lock();
-        let Some(mut id) = this.pending.lock().take() else {
-            return;
-        };
-        match Self::build(&this, &mut id) {
+    fn lifecycle(&self) -> &Lifecycle<Self, CmId<Queue>> {
+        &self.lifecycle
+    }
+
+    fn id_of(link: &CmId<Queue>) -> &CmId<Self> {
+        link
+    }
+
+    fn build(this: &Arc<Self>, mut id: CmId<Self>) -> Result<CmId<Self>, (Error, CmId<Self>)> {
+        match Self::build_on(this, &mut id) {
             Ok(()) => {
                 this.port.stats.connects.fetch_add(1, Relaxed);
-                *guard = Some(id);
+                Ok(id)
             }
-            Err(e) => {
-                pr_err!(
-                    "queue {} from {}: setup failed: {:?}; rejecting\n",
-                    this.number,
-                    this.peer,
-                    e
-                );
-                this.port.stats.rejects.fetch_add(1, Relaxed);
-                let _ = id.reject(&NO_RESOURCES.encode());
-                *guard = Some(id);
-                drop(guard);
-                this.as_arc_borrow().close(c"setup failure");
-            }
+            Err(e) => Err((e, id)),
         }
     }
-}
 
-impl WorkItem<2> for Queue {
-    type Pointer = Arc<Queue>;
+    fn reject(&self, id: &CmId<Self>, error: Error) {
+        pr_err!(
+            "queue {} from {}: setup failed: {:?}; rejecting\n",
+            self.number,
+            self.peer,
+            error
+        );
+        self.port.stats.rejects.fetch_add(1, Relaxed);
+        let _ = id.reject(&NO_RESOURCES.encode());
+    }
 
-    /// Disconnects, lets the nvmet core finish the queue's requests, drains the QP,
-    /// reclaims what is still in flight and frees everything; then leaves the list.
-    fn run(this: Arc<Queue>) {
-        this.state.store(DISCONNECTING, Relaxed);
-        let pending = this.pending.lock().take();
-        drop(pending);
-        let id = this.id.lock().take();
-        if let Some(id) = &id {
-            let _ = id.disconnect();
-        }
+    fn closing(&self, why: &CStr) {
+        pr_debug!(
+            "queue {} closing ({})\n",
+            self.number,
+            why.to_str().unwrap_or("?")
+        );
+    }
+
+    fn queue_release(this: Arc<Self>) {
+        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this);
+    }
+
+    /// Lets the nvmet core finish the queue's requests, drains the QP, reclaims what is
+    /// still in flight and frees everything; then leaves the list.
+    fn tear_down(this: &Arc<Self>, link: Option<CmId<Self>>, unlinked: Option<CmId<Self>>) {
+        // (A rejected id may have a QP the set-up posted receives on.)
+        let id = link.or(unlinked);
         if let Some(io) = this.io.as_ref() {
             io.abandon_waiting(this.as_arc_borrow());
         }
@@ -450,6 +421,24 @@ impl WorkItem<2> for Queue {
                 duplicates
             );
         }
-        this.target.remove_queue(&*this);
+        this.target.remove_queue(&**this);
+    }
+}
+
+impl WorkItem<1> for Queue {
+    type Pointer = Arc<Queue>;
+
+    /// Sets the queue up and accepts it, or rejects and releases it.
+    fn run(this: Arc<Queue>) {
+        Lifecycle::set_up(this);
+    }
+}
+
+impl WorkItem<2> for Queue {
+    type Pointer = Arc<Queue>;
+
+    /// Releases the queue (see [`Accepted::tear_down`]).
+    fn run(this: Arc<Queue>) {
+        Lifecycle::release(this);
     }
 }

@@ -31,6 +31,7 @@ pub(crate) mod debugfs_check;
 pub(crate) mod device;
 pub(crate) mod device_log;
 pub(crate) mod dma;
+pub(crate) mod lifecycle;
 pub(crate) mod mr;
 pub(crate) mod param;
 pub(crate) mod pd;

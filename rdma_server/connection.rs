@@ -15,10 +15,11 @@ mod transfer;
 
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
+    lifecycle::{Accepted, Lifecycle},
     rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Mr, OwnedQueue, Pd,
     PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
 };
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
     fmt, new_condvar, new_mutex,
     prelude::*,
@@ -28,10 +29,6 @@ use kernel::{
 
 /// Receives kept posted per connection.
 const RECV_SLOTS: usize = 4;
-
-const CONNECTING: u8 = 0;
-const ESTABLISHED: u8 = 1;
-const CLOSING: u8 = 2;
 
 /// State shared by the module, its listener and its connections.
 #[pin_data]
@@ -99,7 +96,7 @@ impl Shared {
                 .connections
                 .lock()
                 .iter()
-                .find(|c| c.state.load(Relaxed) != CLOSING)
+                .find(|c| !c.lifecycle.is_closing())
                 .cloned();
             match next {
                 Some(connection) => connection.close(c"module unload"),
@@ -120,7 +117,7 @@ impl Shared {
 
 /// The verbs resources of an accepted connection. Field order is drop order: buffers
 /// first, then the id, which drains and destroys QP, CQ and PD before the id itself.
-struct Link {
+pub(crate) struct Link {
     recv: DmaBuf,
     send: DmaBuf,
     data: DmaBuf,
@@ -165,15 +162,9 @@ pub(crate) struct Connection {
     peer: SocketAddr,
     device: [u8; 32],
     shared: Arc<Shared>,
-    state: AtomicU8,
-    /// The adopted id, from the CM handler to the setup work. A lock of its own, so the
-    /// CM handler (which holds RDMA CM's handler mutex) never waits for `link`, which the
-    /// setup work holds while `accept` takes the handler mutex.
+    /// The id and the resources of an accepted connection (its `link`).
     #[pin]
-    pending: Mutex<Option<CmId<Connection>>>,
-    /// The resources of an accepted connection; `None` before setup and after release.
-    #[pin]
-    link: Mutex<Option<Link>>,
+    lifecycle: Lifecycle<Connection, Link>,
     /// The buffer PING data passes through (grown on demand, up to 4 MiB), and its MR once
     /// a PING asked for `read_inv`. Locked after `link` when both are.
     #[pin]
@@ -213,9 +204,7 @@ impl Connection {
                 peer,
                 device,
                 shared: shared.clone(),
-                state: AtomicU8::new(CONNECTING),
-                pending <- new_mutex!(None),
-                link <- new_mutex!(None),
+                lifecycle <- Lifecycle::new(),
                 ping <- new_mutex!(None),
                 scratch <- new_mutex!(None),
                 recvs: Counter::default(),
@@ -247,8 +236,7 @@ impl Connection {
             request.peer(),
             request.device().name().to_str().unwrap_or("?")
         );
-        let id = request.adopt(connection.clone());
-        *connection.pending.lock() = Some(id);
+        connection.lifecycle.adopt(connection.clone(), request);
         let _ = shared.queue.queue().enqueue::<_, 1>(connection);
     }
 
@@ -262,11 +250,7 @@ impl Connection {
     }
 
     fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.state.load(Relaxed) {
-            CONNECTING => "connecting",
-            ESTABLISHED => "established",
-            _ => "closing",
-        };
+        let state = self.lifecycle.stage().name();
         writeln!(
             f,
             "{} {} {} {} recv {}/{} send {}/{} read {}/{} write {}/{} errors {}",
@@ -287,7 +271,7 @@ impl Connection {
     }
 
     /// Builds the verbs resources on the adopted id, posts the receives and accepts.
-    fn build(
+    fn build_link(
         this: &Arc<Self>,
         mut id: CmId<Connection>,
     ) -> Result<Link, (Error, CmId<Connection>)> {
@@ -349,7 +333,7 @@ impl Connection {
             return;
         }
         this.recvs.add(wc.byte_len);
-        let guard = this.link.lock();
+        let guard = this.lifecycle.link();
         let Some(link) = &*guard else {
             return;
         };
@@ -440,7 +424,7 @@ impl Connection {
                 return;
             }
             connection.sends.add(HEADER_SIZE as u32);
-            let guard = connection.link.lock();
+            let guard = connection.lifecycle.link();
             if let Some(link) = &*guard {
                 if Self::post_recv(&connection, link, slot).is_err() {
                     drop(guard);
@@ -476,51 +460,83 @@ impl Connection {
         self.close(c"post failure");
     }
 
-    /// Starts closing: disconnects and queues the release.
+    /// Starts closing: queues the release, which disconnects.
     fn close(self: &Arc<Self>, why: &CStr) {
-        if self.state.swap(CLOSING, Relaxed) != CLOSING {
-            pr_info!(
-                "connection {} closing ({})\n",
-                self.number,
-                why.to_str().unwrap_or("?")
-            );
-        }
-        if let Some(link) = &*self.link.lock() {
-            let _ = link.id.disconnect();
-        }
-        let _ = self.shared.queue.queue().enqueue::<_, 2>(self.clone());
+        Lifecycle::close(self.as_arc_borrow(), why);
     }
 }
 
 impl CmHandler for Connection {
     fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
-        match event.kind() {
-            CmEventKind::Established => {
-                this.state.store(ESTABLISHED, Relaxed);
-                pr_info!(
-                    "connection {} from {} established\n",
-                    this.number,
-                    this.peer
-                );
-            }
-            CmEventKind::Disconnected
-            | CmEventKind::TimewaitExit
-            | CmEventKind::DeviceRemoval
-            | CmEventKind::AddrChange
-            | CmEventKind::Rejected
-            | CmEventKind::Unreachable
-            | CmEventKind::ConnectError => {
-                this.state.store(CLOSING, Relaxed);
-                pr_info!(
-                    "connection {}: {}\n",
-                    this.number,
-                    event.name().to_str().unwrap_or("?")
-                );
-                let this: Arc<Self> = this.into();
-                let _ = this.shared.queue.queue().enqueue::<_, 2>(this.clone());
-            }
-            _ => {}
+        if event.kind() == CmEventKind::Established {
+            pr_info!(
+                "connection {} from {} established\n",
+                this.number,
+                this.peer
+            );
         }
+        Lifecycle::event(this, event);
+    }
+}
+
+impl Accepted for Connection {
+    type Link = Link;
+
+    fn lifecycle(&self) -> &Lifecycle<Self, Link> {
+        &self.lifecycle
+    }
+
+    fn id_of(link: &Link) -> &CmId<Self> {
+        &link.id
+    }
+
+    fn build(this: &Arc<Self>, id: CmId<Self>) -> Result<Link, (Error, CmId<Self>)> {
+        Self::build_link(this, id)
+    }
+
+    fn reject(&self, id: &CmId<Self>, error: Error) {
+        pr_err!(
+            "connection {}: setup failed: {:?}; rejecting\n",
+            self.number,
+            error
+        );
+        let _ = id.reject(&[]);
+    }
+
+    fn closing(&self, why: &CStr) {
+        pr_info!(
+            "connection {} closing ({})\n",
+            self.number,
+            why.to_str().unwrap_or("?")
+        );
+    }
+
+    fn queue_release(this: Arc<Self>) {
+        let _ = this.shared.queue.queue().enqueue::<_, 2>(this.clone());
+    }
+
+    /// Releases everything: QP (drained), CQ, PD, buffers, the id; then leaves the list.
+    fn tear_down(this: &Arc<Self>, link: Option<Link>, unlinked: Option<CmId<Self>>) {
+        // The link is taken: a receive, which stores a PING buffer or a BENCH scratch MR
+        // only while it finds the link, cannot store one that would outlive the id (and
+        // with it the device).
+        let ping = this.ping.lock().take();
+        let scratch = this.scratch.lock().take();
+        // MRs before their memory, and both before the id.
+        if let Some((buf, mr)) = ping {
+            drop(mr);
+            drop(buf);
+        }
+        drop(scratch);
+        drop(link);
+        drop(unlinked);
+        let mut list = this.shared.connections.lock();
+        if let Some(index) = list.iter().position(|c| Arc::ptr_eq(c, this)) {
+            let _ = list.remove(index);
+            pr_info!("connection {} released\n", this.number);
+        }
+        drop(list);
+        this.shared.emptied.notify_all();
     }
 }
 
@@ -529,60 +545,15 @@ impl WorkItem<1> for Connection {
 
     /// Sets the connection up and accepts it, or rejects and releases it.
     fn run(this: Arc<Connection>) {
-        // Held through the accept, so completions of the first messages wait for the link;
-        // taken before `pending`, so a release either finds the adopted id still pending
-        // or waits here for the setup to finish (as the nvmet transport's queues do).
-        let mut guard = this.link.lock();
-        let Some(id) = this.pending.lock().take() else {
-            return;
-        };
-        match Self::build(&this, id) {
-            Ok(link) => *guard = Some(link),
-            Err((e, id)) => {
-                drop(guard);
-                pr_err!(
-                    "connection {}: setup failed: {:?}; rejecting\n",
-                    this.number,
-                    e
-                );
-                let _ = id.reject(&[]);
-                drop(id);
-                this.close(c"setup failure");
-            }
-        }
+        Lifecycle::set_up(this);
     }
 }
 
 impl WorkItem<2> for Connection {
     type Pointer = Arc<Connection>;
 
-    /// Releases everything: QP (drained), CQ, PD, buffers, the id; then leaves the list.
+    /// Releases everything (see [`Accepted::tear_down`]).
     fn run(this: Arc<Connection>) {
-        this.state.store(CLOSING, Relaxed);
-        let pending = this.pending.lock().take();
-        drop(pending);
-        // All three under `link`'s lock, which a receive holds while it stores a PING
-        // buffer or a BENCH scratch MR: once the link is taken, none can store a new one
-        // that would outlive the id (and with it the device).
-        let (ping, scratch, link) = {
-            let mut link = this.link.lock();
-            let ping = this.ping.lock().take();
-            let scratch = this.scratch.lock().take();
-            (ping, scratch, link.take())
-        };
-        // MRs before their memory, and both before the id.
-        if let Some((buf, mr)) = ping {
-            drop(mr);
-            drop(buf);
-        }
-        drop(scratch);
-        drop(link);
-        let mut list = this.shared.connections.lock();
-        if let Some(index) = list.iter().position(|c| Arc::ptr_eq(c, &this)) {
-            let _ = list.remove(index);
-            pr_info!("connection {} released\n", this.number);
-        }
-        drop(list);
-        this.shared.emptied.notify_all();
+        Lifecycle::release(this);
     }
 }

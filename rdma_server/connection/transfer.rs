@@ -60,7 +60,7 @@ impl Connection {
             if !connection.check(&wc, c"PING buffer registration") {
                 return;
             }
-            let guard = connection.link.lock();
+            let guard = connection.lifecycle.link();
             let Some(link) = &*guard else {
                 return;
             };
@@ -89,7 +89,7 @@ impl Connection {
             if !connection.check(&wc, c"BENCH buffer registration") {
                 return;
             }
-            let guard = connection.link.lock();
+            let guard = connection.lifecycle.link();
             let Some(link) = &*guard else {
                 return;
             };
@@ -172,7 +172,7 @@ impl Connection {
                 );
             }
         }
-        let guard = this.link.lock();
+        let guard = this.lifecycle.link();
         let Some(link) = &*guard else {
             return;
         };
