@@ -52,13 +52,14 @@ mod binding {
         let pair = &queue.pair;
         {
             let entered = SqCq::enter(&queue);
-            assert!(entered.is_some());
             // The requests started on it name the port the pair holds.
-            assert!(entered.is_some_and(|entered| {
-                core::ptr::eq(entered.port(), core::ptr::from_ref(&*port))
-            }));
+            let names_port = entered
+                .as_ref()
+                .is_some_and(|entered| core::ptr::eq(entered.port(), &raw const *port));
+            assert!(names_port);
             // (a second reference beside the first)
             assert!(SqCq::enter(&queue).is_some());
+            assert!(entered.is_some());
         }
         // No Connect installed a controller: nothing to end.
         assert!(pair.ctrl().is_none());
@@ -88,17 +89,23 @@ mod binding {
         second.release();
         drop(second);
         assert_eq!(link.holds(), 1);
-        // Removed: no new hold, and accessors see nothing.
+        // Removed: no new hold, and accessors see nothing. (Checked after `first` went:
+        // a failed assertion ends the test where it stands, and a hold left behind would
+        // keep the queued wait, and every flush of `nvmet_wq`, waiting.)
         link.cut();
-        assert_eq!(enabled.hold().err(), Some(ENODEV));
-        assert!(!enabled.pi_enabled());
+        let refused = enabled.hold().err();
+        let pi_seen = enabled.pi_enabled();
         // The hold taken before stays counted (the queued wait sees it) until it goes;
         // then the flush the core does before it frees the port returns.
-        assert_eq!(link.holds(), 1);
+        let counted_after_cut = link.holds();
         drop(first);
-        assert_eq!(link.holds(), 0);
+        let counted_at_end = link.holds();
         flush_nvmet_workqueue();
         drop(port);
+        assert_eq!(refused, Some(ENODEV));
+        assert!(!pi_seen);
+        assert_eq!(counted_after_cut, 1);
+        assert_eq!(counted_at_end, 0);
         Ok(())
     }
 

@@ -10,10 +10,9 @@ use kernel::{
     prelude::*,
     revocable::Revocable,
     sync::{
-        atomic::{Acquire, Atomic, Full, Relaxed, Release},
-        Arc,
+        atomic::{Atomic, Full, Relaxed},
+        Arc, Completion,
     },
-    time::{delay::fsleep, Delta},
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -117,16 +116,21 @@ unsafe impl Sync for RawPort {}
 ///
 /// # Invariants
 ///
-/// `holds` counts the live [`PortHold`]s on the port; one is taken only while `port` is not
-/// revoked. Once [`PortLink::cut`] revoked it, a wait on `nvmet_wq` for `holds` to reach
-/// zero is queued (unless it is zero already), so the core's flush of `nvmet_wq` before it
-/// frees the port returns only once no hold is left.
+/// `holds` counts the live [`PortHold`]s on the port, plus one while the link is not cut;
+/// a hold is taken only while `port` is not revoked. `released` is completed when `holds`
+/// reaches zero, which happens once: after the cut, when the last hold goes. Once
+/// [`PortLink::cut`] revoked the link with holds left, a wait for `released` is queued on
+/// `nvmet_wq`, so the core's flush of `nvmet_wq` before it frees the port returns only once
+/// no hold is left.
 #[pin_data]
 pub(super) struct PortLink {
     #[pin]
     port: Revocable<RawPort>,
-    /// The live [`PortHold`]s.
+    /// The live [`PortHold`]s, plus one until the cut.
     holds: Atomic<usize>,
+    /// Completed when the last hold went after the cut.
+    #[pin]
+    released: Completion,
     /// The port's number, for log lines.
     id: u16,
     /// Waits on `nvmet_wq` for the holds once the port was removed.
@@ -141,29 +145,30 @@ impl_has_work! {
 impl WorkItem for PortLink {
     type Pointer = Arc<PortLink>;
 
+    /// Sleeps until the removed port's last hold went.
     fn run(this: Arc<PortLink>) {
-        this.wait_for_holds();
+        this.released.wait_for_completion();
     }
 }
-
-/// How long the wait for a removed port's holds sleeps between looks.
-const HOLD_POLL: Delta = Delta::from_millis(10);
-/// After how many looks the wait says again that it is still waiting (30 s).
-const HOLD_WARN_EVERY: u32 = 3000;
 
 impl PortLink {
     /// Cuts the link at the port's removal: the transport's handles see nothing from now
     /// on and no new hold is taken. If holds are left, queues on `nvmet_wq` a wait for
     /// them, which the core's flush before it frees the port waits for.
+    ///
+    /// The wait holds one of `nvmet_wq`'s workers until the holds go. A transport ends the
+    /// removed port's queues first (their releases, which give the holds up, queued on
+    /// `nvmet_wq` before this wait, as the C transports queue theirs), so the wait follows
+    /// them rather than keeping them from running.
     pub(super) fn cut(self: &Arc<Self>) {
         self.port.revoke();
         // (Revoked, and past the grace period of any hold taken before: the count only
         // goes down from here.)
-        if self.holds.load(Acquire) == 0 {
+        // INVARIANT: the link's own count goes, once (the link is cut once).
+        if self.put() {
             return;
         }
-        // INVARIANT: the wait is queued while holds are left. (Queued once: the link is
-        // cut once.)
+        // INVARIANT: holds are left: the wait is queued (once: the link is cut once).
         if nvmet_workqueue().enqueue(self.clone()).is_err() {
             pr_err!(
                 "port {}: the wait for its queues is queued twice\n",
@@ -172,41 +177,33 @@ impl PortLink {
         }
     }
 
-    /// The live holds on the port (for tests).
-    #[cfg(CONFIG_KUNIT)]
-    pub(super) fn holds(&self) -> usize {
-        self.holds.load(Acquire)
+    /// Takes one count off `holds`; completes `released` and returns true if it was the
+    /// last.
+    fn put(&self) -> bool {
+        if self.holds.fetch_sub(1, Full) != 1 {
+            return false;
+        }
+        self.released.complete_all();
+        true
     }
 
-    /// Sleeps until no hold on the port is left (on `nvmet_wq`, after its removal).
-    fn wait_for_holds(&self) {
-        let mut looks: u32 = 0;
-        loop {
-            let left = self.holds.load(Acquire);
-            if left == 0 {
-                return;
-            }
-            looks = looks.wrapping_add(1);
-            if looks % HOLD_WARN_EVERY == 0 {
-                pr_warn!(
-                    "port {}: removed, and {left} queue(s) still name it; the core frees it \
-                     once they are released\n",
-                    self.id
-                );
-            }
-            fsleep(HOLD_POLL);
-        }
+    /// The live holds on the port, without the link's own count (for tests).
+    #[cfg(CONFIG_KUNIT)]
+    pub(super) fn holds(&self) -> usize {
+        let cut = self.port.try_access_with(|_| ()).is_none();
+        self.holds.load(Relaxed) - usize::from(!cut)
     }
 }
 
 /// Makes the link of `port` (number `id`), which the core is enabling.
 pub(super) fn new_link(port: NonNull<bindings::nvmet_port>, id: u16) -> Result<Arc<PortLink>> {
-    // INVARIANT: the core is enabling the port; `remove_port` revokes the link; no hold
-    // exists yet.
+    // INVARIANT: the core is enabling the port; `remove_port` cuts the link; no hold
+    // exists yet: the count is the link's own.
     Arc::pin_init(
         try_pin_init!(PortLink {
             port <- Revocable::new(RawPort(port)),
-            holds: Atomic::new(0),
+            holds: Atomic::new(1),
+            released <- Completion::new(),
             id,
             wait_work <- new_work!("PortLink::wait_work"),
         }),
@@ -289,7 +286,7 @@ impl PortHold {
     pub(super) fn release(&self) {
         // INVARIANT: the count goes down once, as `held` goes false.
         if self.held.xchg(false, Full) {
-            self.link.holds.fetch_sub(1, Release);
+            self.link.put();
         }
     }
 }

@@ -194,8 +194,9 @@ impl Request {
         // in buffers the request holds, and the queue lives while the request holds it,
         // until it ended; `sq` is the queue's, entered; `ops` is `T`'s table, whose
         // `queue_response` takes the queue back (as a `T::Queue`) and finds the request in
-        // its `T::Request`; the port is held by the sq (`SqCq`), which the core's
-        // reference on it for the request keeps from being destroyed.
+        // its `T::Request`; the port is held by the sq (`SqCq`), which `sq` keeps from
+        // being destroyed while the core parses the command, and the core's own reference
+        // for the request (taken in `nvmet_req_init`) until the request completes.
         let accepted = unsafe { bindings::nvmet_req_init(req, sq.sq(), ops.as_raw()) };
         if !accepted {
             return Ok(None);

@@ -6,10 +6,11 @@
 
 use super::{bindings, CtrlId, PortHold};
 use kernel::{
+    new_mutex,
     prelude::*,
     sync::{
         atomic::{Atomic, Full, Relaxed},
-        ArcBorrow,
+        ArcBorrow, Mutex,
     },
     types::Opaque,
 };
@@ -34,6 +35,9 @@ pub(crate) struct SqCq {
     cq_live: Atomic<bool>,
     /// The port the queue came in through, which its requests name.
     port: PortHold,
+    /// Held through `destroy`: a second caller waits until the first is done.
+    #[pin]
+    destroying: Mutex<()>,
 }
 
 // SAFETY: the nvmet core synchronises its use of the queues internally (percpu refs,
@@ -48,6 +52,7 @@ impl SqCq {
     pub(crate) fn new(port: PortHold) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             port,
+            destroying <- new_mutex!(()),
             sq: Opaque::zeroed(),
             cq <- Opaque::ffi_init(|cq: *mut bindings::nvmet_cq| {
                 // SAFETY: `cq` is pinned memory of this value, uninitialised: zero it (the
@@ -134,6 +139,9 @@ impl SqCq {
     /// given every request of the queue back (their slots are the transport's again), and
     /// the pair gave up its hold on the port.
     pub(crate) fn destroy(&self) {
+        // (Serialised: a second caller must not put the cq, or give the port up, while the
+        // first still waits in `nvmet_sq_destroy`.)
+        let _destroying = self.destroying.lock();
         // INVARIANT: each flag goes false as its release is done, once.
         if self.sq_live.xchg(false, Full) {
             // SAFETY: the sq was initialised and is destroyed once (type invariant).
@@ -144,8 +152,11 @@ impl SqCq {
             // invariant), after the sq, its other user, is destroyed.
             unsafe { bindings::nvmet_cq_put(self.cq.get()) };
         }
-        // INVARIANT: the sq is destroyed: no request names the port any more, and the
-        // controller, which may name it too, was put by `nvmet_sq_destroy`.
+        // INVARIANT: the sq is destroyed: no request started on it names the port any
+        // more. (The controller keeps `ctrl->port` too, and `nvmet_sq_destroy` put this
+        // queue's reference on it; its other queues' sqs hold it further, and the core
+        // frees it at the last put. A controller whose queues came in through several
+        // ports is the core's to keep apart: see Documentation/nvmet-binding.md.)
         self.port.release();
     }
 }

@@ -217,13 +217,14 @@ impl<T: Transport> Ops<T> {
             Ok(entry) => entry,
             Err(e) => return e.to_errno(),
         };
-        let config = PortConfig::new(&mut *port_fields, &entry.link);
+        let config = PortConfig::new(port_fields, &entry.link);
         match T::add_port(config) {
             Ok(data) => {
                 entry.data = Some(data);
-                // `priv` is the transport's while the port is enabled, and `remove_port`
-                // takes the entry back.
-                port_fields.priv_ = KBox::into_raw(entry).cast();
+                // SAFETY: as above (`config`, the only reference, is gone); `priv` is the
+                // transport's while the port is enabled, and `remove_port` takes the entry
+                // back.
+                unsafe { (*port).priv_ = KBox::into_raw(entry).cast() };
                 0
             }
             Err(e) => {

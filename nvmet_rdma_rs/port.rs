@@ -36,8 +36,8 @@ pub(crate) struct Port {
     inline_size: u32,
     /// The deepest I/O queue a host may ask for.
     max_queue_size: u32,
-    /// The nvmet port, for `nvmet_req.port` (valid until `remove_port`, which tears down
-    /// this port's queues before it returns) and its `param_pi_enable`.
+    /// The nvmet port: its `param_pi_enable`, and the holds its queues take on it (which
+    /// keep it allocated for their requests after `remove_port`).
     nvmet: EnabledPort,
     pub(crate) stats: PortStats,
 }

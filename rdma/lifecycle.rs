@@ -12,7 +12,7 @@
 //! 4. [`Lifecycle::close`] (any context, no lock) marks the connection closing and queues
 //!    its release, once;
 //! 5. the release work ([`Lifecycle::release`]) takes the id, set up or not, disconnects
-//!    it and hands it to the owner's teardown.
+//!    a set-up one and hands it to the owner's teardown.
 //!
 //! A CM id is never destroyed from its own handler (see [`super::cm`]): the set-up and
 //! the release run as work items, which the owner embeds and queues.
@@ -97,7 +97,8 @@ pub(crate) trait Accepted: CmHandler {
 /// `pending` holds the adopted id until the set-up takes it, and again once the set-up
 /// rejected it; `link` holds what the set-up built. The set-up takes `pending`, and
 /// puts a rejected id back, with `link` locked, and the release takes both with `link`
-/// locked: so a release finds the id in one of them, or none once it was released. `stage` goes to `Closing` once and stays there.
+/// locked: so a release finds the id in one of them, or none once it was released.
+/// `stage` goes to `Closing` once and stays there.
 #[pin_data]
 pub(crate) struct Lifecycle<T: CmHandler, L> {
     stage: AtomicU8,
@@ -133,10 +134,17 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
     }
 
     /// Takes `request` for `this`, whose lifecycle this is: its events go to `this` from
-    /// now on. The caller queues the set-up work.
+    /// now on. The caller queues the set-up work. A connection adopts one request: a
+    /// second one is left alone (RDMA CM rejects it), with a warning.
     pub(crate) fn adopt(&self, this: Arc<T>, request: ConnectRequest<'_>) {
-        let id = request.adopt(this);
-        *self.pending.lock() = Some(id);
+        let mut pending = self.pending.lock();
+        if pending.is_some() {
+            pr_warn!("a connection was asked to adopt a second request; left to RDMA CM\n");
+            return;
+        }
+        // INVARIANT: the adopted id waits in `pending` for the set-up. (Never dropped here:
+        // this runs in the listener's handler, with the new id's handler mutex held.)
+        *pending = Some(request.adopt(this));
     }
 
     /// What the set-up built, locked (`None` before the set-up and after the release).
@@ -147,6 +155,7 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
     /// Closes the connection: marks it closing and, the first time, says why and queues
     /// its release. Takes no lock: completion callbacks in any context may call it.
     pub(crate) fn close(this: ArcBorrow<'_, T>, why: &CStr) {
+        // INVARIANT: `Closing` for good; only the first close queues the release.
         let was = this.lifecycle().stage.swap(Stage::Closing as u8, Relaxed);
         if Stage::from_u8(was) == Stage::Closing {
             return;
@@ -159,6 +168,8 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
     pub(crate) fn event(this: ArcBorrow<'_, T>, event: &CmEvent<'_>) {
         match event.kind() {
             CmEventKind::Established => {
+                // INVARIANT: only a connecting connection goes live (a closed one stays
+                // closed).
                 let _ = this.lifecycle().stage.compare_exchange(
                     Stage::Connecting as u8,
                     Stage::Live as u8,

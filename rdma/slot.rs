@@ -248,13 +248,15 @@ impl<'a, T> Owner<'a, T> {
     }
 
     /// As [`Owner::hand_off`], to event `tag` of `resumer` (as an [`Ended`] names it): a
-    /// slot it never resumes is taken back once it is over ([`Slot::take_after`]).
+    /// slot it never resumes is taken back once it is over ([`Slot::take_after`]). (For
+    /// the KUnit suites; the layer's own hand-offs name their resumer in [`Owner::post`].)
     ///
     /// # Safety
     ///
     /// Until the slot is resumed, only `resumer` uses what the state lends it (a request
     /// the state holds, memory it points to): once an [`Ended`] shows `resumer` over,
     /// nothing does.
+    #[cfg(CONFIG_KUNIT)]
     pub(crate) unsafe fn hand_off_to(self, tag: Tag, resumer: usize) {
         self.hand_off_with(tag, resumer);
     }

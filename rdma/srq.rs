@@ -37,7 +37,6 @@ pub(crate) struct Srq<X, S> {
     srq: NonNull<bindings::ib_srq>,
     /// The SRQ's identity, unique for the module's life: its requests name it.
     id: u64,
-    max_wr: u32,
     /// (Dropped, after the SRQ, before the PD: field order.)
     contents: X,
     pd: Arc<Pd>,
@@ -71,7 +70,6 @@ impl<X, S> Srq<X, S> {
             .write(Self {
                 srq,
                 id: NEXT_ID.fetch_add(1, Relaxed),
-                max_wr: attr.attr.max_wr,
                 contents,
                 pd: pd.clone(),
                 _slots: PhantomData,
@@ -87,11 +85,6 @@ impl<X, S> Srq<X, S> {
     /// The PD the SRQ (and every QP on it) belongs to.
     pub(crate) fn pd(&self) -> &Arc<Pd> {
         &self.pd
-    }
-
-    /// Receives the SRQ holds at most.
-    pub(crate) fn max_wr(&self) -> u32 {
-        self.max_wr
     }
 
     /// What the SRQ's receives land in.

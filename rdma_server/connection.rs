@@ -87,10 +87,11 @@ impl Shared {
 
     /// Disconnects every connection and waits until all are released (for unload).
     pub(crate) fn close_all(&self) {
-        // One at a time, each outside the list's lock (`close` takes the connection's
-        // `link` lock, which nests the other way round with RDMA CM's handler mutex and
-        // through that with this lock), and without copying the list: teardown allocates
-        // nothing. A closed connection is `CLOSING` until its release takes it off.
+        // One at a time, each outside the list's lock (the release a close queues takes
+        // the connection's `link` lock, which nests the other way round with RDMA CM's
+        // handler mutex and through that with this lock), and without copying the list:
+        // teardown allocates nothing. A closed connection is closing until its release
+        // takes it off.
         loop {
             let next = self
                 .connections
@@ -512,6 +513,7 @@ impl Accepted for Connection {
     }
 
     fn queue_release(this: Arc<Self>) {
+        // (The queue lives in `shared`, which `this` holds: a clone goes to the queue.)
         let _ = this.shared.queue.queue().enqueue::<_, 2>(this.clone());
     }
 
