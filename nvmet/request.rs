@@ -22,13 +22,19 @@ use crate::rdma::{
     slot::{Owner, Slot, Tag},
     DmaBuf,
 };
-use core::ptr;
+// The request's queue pointer is a `core` atomic, as the slot's state is (see
+// `rdma/slot.rs`): the kernel crate's go through out-of-line helpers on this kernel, on
+// every command.
+use core::{
+    ptr,
+    sync::atomic::{
+        AtomicPtr,
+        Ordering::{Acquire, Release, SeqCst},
+    },
+};
 use kernel::{
     prelude::*,
-    sync::{
-        atomic::{Acquire, Atomic, Full, Release},
-        Arc, ArcBorrow,
-    },
+    sync::{Arc, ArcBorrow},
     types::Opaque,
 };
 
@@ -53,7 +59,7 @@ pub(crate) struct Request {
     req: Opaque<bindings::nvmet_req>,
     owned: bool,
     /// The queue the started request keeps alive (see the invariants).
-    queue: Atomic<*mut ()>,
+    queue: AtomicPtr<()>,
     /// Gives up a reference `queue` held.
     release_queue: Option<unsafe fn(*mut ())>,
     /// The list the request's in-capsule data is described by ([`Request::use_in_capsule`]).
@@ -76,7 +82,7 @@ impl Request {
         Self {
             req: Opaque::zeroed(),
             owned: false,
-            queue: Atomic::new(ptr::null_mut()),
+            queue: AtomicPtr::new(ptr::null_mut()),
             release_queue: None,
             in_capsule: PageSgl::new(),
             lent: None,
@@ -225,7 +231,7 @@ impl Request {
         // reference of an `Arc<T::Queue>` the request held (type invariant; `T` by the
         // caller's promise), which the exchange takes out.
         unsafe {
-            let held = (*req.cast::<Self>()).queue.xchg(ptr::null_mut(), Full);
+            let held = (*req.cast::<Self>()).queue.swap(ptr::null_mut(), SeqCst);
             (!held.is_null()).then(|| Arc::from_raw(held.cast::<T::Queue>()))
         }
     }
@@ -316,7 +322,7 @@ impl Request {
         // The request's hold on the queue goes first, while it still holds the sq: the
         // queue's owner, whose sq destroy waits for that, holds the queue too, so this is
         // not the last reference, and the queue (with this request) stays.
-        let held = self.queue.xchg(ptr::null_mut(), Full);
+        let held = self.queue.swap(ptr::null_mut(), SeqCst);
         if let (false, Some(release)) = (held.is_null(), self.release_queue) {
             // SAFETY: the reference the request held, of the type `release` is for (type
             // invariant), taken out above.

@@ -26,15 +26,21 @@
 //! ```
 
 use super::{bindings, qp_handle::QpHandle};
+// `core` atomics, not the kernel crate's: on this kernel those are out-of-line C helpers
+// (`rust_helper_atomic_*`, and `AtomicRepr::as_ptr`), about 100 instructions per 4 KiB I/O
+// on the slots' changes alone (Documentation/bench.md); these compile to the one locked
+// instruction or plain access. Only acquire/release and relaxed orderings are used, which
+// mean the same in both.
 use core::{
     cell::UnsafeCell,
     marker::PhantomData,
     ops::{Deref, DerefMut},
+    sync::atomic::{
+        AtomicU32, AtomicUsize,
+        Ordering::{Acquire, Relaxed, Release},
+    },
 };
-use kernel::{
-    prelude::*,
-    sync::atomic::{Acquire, Atomic, Relaxed, Release},
-};
+use kernel::prelude::*;
 
 /// Nobody owns the slot: [`Slot::claim`] takes it.
 const FREE: u32 = 0;
@@ -78,8 +84,8 @@ const fn posting(tag: Tag) -> u32 {
 #[repr(C)]
 pub(crate) struct Slot<T> {
     value: UnsafeCell<T>,
-    state: Atomic<u32>,
-    resumer: Atomic<usize>,
+    state: AtomicU32,
+    resumer: AtomicUsize,
 }
 
 /// Shows that something that resumes slots (a QP whose completions do, as an address;
@@ -124,8 +130,8 @@ impl<T> Slot<T> {
         // INVARIANT: nobody owns it.
         Self {
             value: UnsafeCell::new(value),
-            state: Atomic::new(FREE),
-            resumer: Atomic::new(0),
+            state: AtomicU32::new(FREE),
+            resumer: AtomicUsize::new(0),
         }
     }
 
@@ -147,7 +153,10 @@ impl<T> Slot<T> {
     /// requests it completes, but may still walk the chain they are on).
     pub(crate) fn resume(&self, tag: Tag) -> Option<Owner<'_, T>> {
         loop {
-            match self.state.cmpxchg(awaiting(tag), OWNED, Acquire) {
+            match self
+                .state
+                .compare_exchange(awaiting(tag), OWNED, Acquire, Relaxed)
+            {
                 // INVARIANT: `OWNED` from `awaiting(tag)`, with acquire: the only owner.
                 Ok(_) => {
                     return Some(Owner {
@@ -166,7 +175,9 @@ impl<T> Slot<T> {
     fn take(&self, from: u32) -> Option<Owner<'_, T>> {
         // INVARIANT: becomes `OWNED` (with acquire) only from `from`, when no owner
         // exists; the owner made here is the only one.
-        self.state.cmpxchg(from, OWNED, Acquire).ok()?;
+        self.state
+            .compare_exchange(from, OWNED, Acquire, Relaxed)
+            .ok()?;
         Some(Owner {
             slot: self,
             _not_send: PhantomData,
@@ -191,7 +202,11 @@ impl<T> Slot<T> {
             }
             // Held while the hand-off's resumer is checked, so that no other hand-off can
             // replace it meanwhile (with acquire: the resumer written before it).
-            if self.state.cmpxchg(state, TAKING, Acquire).is_err() {
+            if self
+                .state
+                .compare_exchange(state, TAKING, Acquire, Relaxed)
+                .is_err()
+            {
                 continue;
             }
             if self.resumer.load(Relaxed) != ended.resumer {
