@@ -24,12 +24,13 @@ use crate::rdma::{
 };
 // The request's queue pointer is a `core` atomic, as the slot's state is (see
 // `rdma/slot.rs`): the kernel crate's go through out-of-line helpers on this kernel, on
-// every command.
+// every command. Taking it back is an acquire (it pairs with the release that stored it,
+// for `Arc::from_raw`) in a swap (one of `queue_response` and `uninit` gets it).
 use core::{
     ptr,
     sync::atomic::{
         AtomicPtr,
-        Ordering::{Acquire, Release, SeqCst},
+        Ordering::{AcqRel, Acquire, Release},
     },
 };
 use kernel::{
@@ -231,7 +232,7 @@ impl Request {
         // reference of an `Arc<T::Queue>` the request held (type invariant; `T` by the
         // caller's promise), which the exchange takes out.
         unsafe {
-            let held = (*req.cast::<Self>()).queue.swap(ptr::null_mut(), SeqCst);
+            let held = (*req.cast::<Self>()).queue.swap(ptr::null_mut(), AcqRel);
             (!held.is_null()).then(|| Arc::from_raw(held.cast::<T::Queue>()))
         }
     }
@@ -322,7 +323,7 @@ impl Request {
         // The request's hold on the queue goes first, while it still holds the sq: the
         // queue's owner, whose sq destroy waits for that, holds the queue too, so this is
         // not the last reference, and the queue (with this request) stays.
-        let held = self.queue.swap(ptr::null_mut(), SeqCst);
+        let held = self.queue.swap(ptr::null_mut(), AcqRel);
         if let (false, Some(release)) = (held.is_null(), self.release_queue) {
             // SAFETY: the reference the request held, of the type `release` is for (type
             // invariant), taken out above.

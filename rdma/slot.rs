@@ -27,10 +27,11 @@
 
 use super::{bindings, qp_handle::QpHandle};
 // `core` atomics, not the kernel crate's: on this kernel those are out-of-line C helpers
-// (`rust_helper_atomic_*`, and `AtomicRepr::as_ptr`), about 100 instructions per 4 KiB I/O
-// on the slots' changes alone (Documentation/bench.md); these compile to the one locked
-// instruction or plain access. Only acquire/release and relaxed orderings are used, which
-// mean the same in both.
+// (`rust_helper_atomic_*`, and `AtomicRepr::as_ptr`), 76 instructions per 4 KiB I/O in
+// vmlinux, with the calls to them, on the slots' changes alone (Documentation/bench.md);
+// these compile inline. Only acquire/release and relaxed orderings are used, and no
+// relaxed load here relies on dependency ordering (which the kernel's memory model gives
+// a relaxed load and Rust's does not), so they mean the same in both.
 use core::{
     cell::UnsafeCell,
     marker::PhantomData,
