@@ -45,7 +45,7 @@ mod binding {
         let hold = enabled.hold()?;
         assert_eq!(link.holds(), 1);
         let queue = Arc::pin_init(
-            try_pin_init!(TestQueue { pair <- SqCq::new(hold) }),
+            try_pin_init!(TestQueue { pair <- SqCq::new::<TestQueue>(hold) }),
             GFP_KERNEL,
         )?;
         let queue = queue.as_arc_borrow();
@@ -61,16 +61,44 @@ mod binding {
             assert!(SqCq::enter(&queue).is_some());
             assert!(entered.is_some());
         }
+        // The pair keeps its own queue, once (the same `Arc` for every start), not another
+        // one; and a start finds nothing on a pair that keeps none. (Checked once the pair
+        // gave the queue back: a failed assert returns, and a kept queue would never go.)
+        let other = Arc::pin_init(
+            try_pin_init!(TestQueue { pair <- SqCq::new::<TestQueue>(enabled.hold()?) }),
+            GFP_KERNEL,
+        )?;
+        let refused_other = other.pair.keep(queue) == Err(EINVAL);
+        let (kept_once, kept_same, started_other, started_unkept) = {
+            let entered = SqCq::enter(&queue).ok_or(EINVAL)?;
+            let unkept = pair.kept(queue, &entered).is_none();
+            let once = pair.keep(queue).is_ok() && pair.keep(queue).is_ok();
+            let first = pair.kept(queue, &entered);
+            (
+                once && first.is_some(),
+                first == pair.kept(queue, &entered),
+                pair.kept(other.as_arc_borrow(), &entered).is_some(),
+                unkept,
+            )
+        };
+        let other_kept_nothing = other.pair.destroy().is_empty();
+        drop(other);
         // No Connect installed a controller: nothing to end.
-        assert!(pair.ctrl().is_none());
-        assert!(!pair.fatal_error());
-        // Waits for the references taken above (dropped), then refuses new ones, and
-        // gives the port up.
-        pair.destroy();
+        let no_ctrl = pair.ctrl().is_none() && !pair.fatal_error();
+        // Waits for the references taken above (dropped), then refuses new ones, gives
+        // the port up and gives back the queue it kept.
+        let kept = pair.destroy();
+        let gave_back = !kept.is_empty();
+        drop(kept);
+        assert!(no_ctrl);
+        assert!(kept_once && kept_same && gave_back && started_unkept);
+        assert!(refused_other && !started_other && other_kept_nothing);
+        // Nothing is kept once the pair was destroyed.
+        assert_eq!(pair.keep(queue), Err(ENODEV));
         assert!(SqCq::enter(&queue).is_none());
         assert_eq!(link.holds(), 0);
         // Destroying twice does nothing more (and dropping the pair neither).
-        pair.destroy();
+        assert!(pair.destroy().is_empty());
         assert!(SqCq::enter(&queue).is_none());
         assert_eq!(link.holds(), 0);
         link.cut();

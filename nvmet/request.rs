@@ -24,13 +24,12 @@ use crate::rdma::{
 };
 // The request's queue pointer is a `core` atomic, as the slot's state is (see
 // `rdma/slot.rs`): the kernel crate's go through out-of-line helpers on this kernel, on
-// every command. Taking it back is an acquire (it pairs with the release that stored it,
-// for `Arc::from_raw`) in a swap (one of `queue_response` and `uninit` gets it).
+// every command. `queue_response` swaps it out; `uninit` clears it.
 use core::{
     ptr,
     sync::atomic::{
         AtomicPtr,
-        Ordering::{AcqRel, Acquire, Release},
+        Ordering::{Acquire, Release},
     },
 };
 use kernel::{
@@ -52,17 +51,15 @@ pub(crate) use data::DataSgls;
 /// `owned` is true exactly while `nvmet_req_init` accepted the request and it was not
 /// handed back to the core yet (executed, completed or uninitialised): only then may it be
 /// handed over. `queue` is null, or, from [`Request::init`] until the request ended
-/// (its `queue_response` took it, or [`Request::uninit`]), `Arc::into_raw` of the
-/// `Arc<T::Queue>` of the transport `T` that started it, whose reference it owns, and which
-/// `release_queue` gives up.
+/// (its `queue_response` took it, or [`Request::uninit`]), the address of the
+/// `Arc<T::Queue>` (of the transport `T` that started it) that the queue's [`super::SqCq`]
+/// keeps ([`super::SqCq::keep`]) until its destroy waited for the request.
 #[repr(C)]
 pub(crate) struct Request {
     req: Opaque<bindings::nvmet_req>,
     owned: bool,
-    /// The queue the started request keeps alive (see the invariants).
+    /// The queue of the started request (see the invariants).
     queue: AtomicPtr<()>,
-    /// Gives up a reference `queue` held.
-    release_queue: Option<unsafe fn(*mut ())>,
     /// The list the request's in-capsule data is described by ([`Request::use_in_capsule`]).
     in_capsule: PageSgl<IN_CAPSULE_PAGES>,
     /// The buffer `in_capsule` points into, held until the next start.
@@ -84,7 +81,6 @@ impl Request {
             req: Opaque::zeroed(),
             owned: false,
             queue: AtomicPtr::new(ptr::null_mut()),
-            release_queue: None,
             in_capsule: PageSgl::new(),
             lent: None,
             response: None,
@@ -142,14 +138,15 @@ impl Request {
     /// core parses the command). The request names the port the sq holds, which outlives
     /// it (the sq is destroyed only once its requests ended). While the core parses the
     /// command the slot is handed off to `core`, the tag its `queue_response` resumes it
-    /// with. Until the request ended, it holds the queue (and so the slot and the
-    /// buffers, which live in it).
+    /// with. Until the request ended, the queue's sq keeps the queue (and so the slot and
+    /// the buffers, which live in it): [`super::SqCq::keep`].
     ///
     /// `Ok(Some(owner))` once the core accepted the command; `Ok(None)` if it refused it:
     /// it completed the request already (its `queue_response` ran, from inside this call,
     /// and took the slot), and the request is not started. `Err(owner)` if `place` finds
     /// no slot or another one than `owner`'s, if `sq` is not the queue's, if the command is
-    /// not inside the buffer or the request is started already (nothing ran).
+    /// not inside the buffer, the request is started already or the sq does not keep the
+    /// queue ([`super::SqCq::keep`]; nothing ran).
     pub(crate) fn init<'a, T: Transport>(
         owner: SlotOwner<'a, T>,
         core: Tag,
@@ -181,27 +178,27 @@ impl Request {
             pr_warn!("start of a request that is started already; ignored\n");
             return Err(owner);
         }
+        let Some(kept) = queue.sq_cq().kept(queue, sq) else {
+            pr_warn!("start of a request on a queue its sq does not keep; ignored\n");
+            return Err(owner);
+        };
+        let request = owner.request();
         // (The last command's in-capsule data, if any, is not used any more.)
         request.lent = None;
         let fields = request.fields_mut();
         fields.cmd = cmd.cast();
         fields.port = sq.port();
-        // INVARIANT: the request holds a reference on its queue from here until it ends;
-        // `release_queue` is for `T::Queue`.
-        request.release_queue = Some(release_queue::<T>);
-        let held: Arc<T::Queue> = queue.into();
-        request
-            .queue
-            .store(Arc::into_raw(held).cast_mut().cast(), Release);
+        // INVARIANT: the queue's sq keeps its `Arc<T::Queue>` there until the request ended.
+        request.queue.store(kept.cast_mut().cast(), Release);
         let req = request.raw();
         let slot = owner.slot();
         owner.hand_off(core);
         // SAFETY: the core has the request now (the slot is handed off until it answers).
         // The request, the command and the response (`set_response`) live in the queue or
-        // in buffers the request holds, and the queue lives while the request holds it,
-        // until it ended; `sq` is the queue's, entered; `ops` is `T`'s table, whose
-        // `queue_response` takes the queue back (as a `T::Queue`) and finds the request in
-        // its `T::Request`; the port is held by the sq (`SqCq`), which `sq` keeps from
+        // in buffers the request holds, and the queue's sq keeps the queue until the
+        // request ended; `sq` is the queue's, entered; `ops` is `T`'s table, whose
+        // `queue_response` borrows the `Arc<T::Queue>` the sq keeps and finds the request
+        // in its `T::Request`; the port is held by the sq (`SqCq`), which `sq` keeps from
         // being destroyed while the core parses the command, and the core's own reference
         // for the request (taken in `nvmet_req_init`) until the request completes.
         let accepted = unsafe { bindings::nvmet_req_init(req, sq.sq(), ops.as_raw()) };
@@ -218,40 +215,36 @@ impl Request {
         Ok(Some(owner))
     }
 
-    /// Takes the queue a request holds, as its `queue_response` runs.
+    /// The queue of a request the core has: as its `queue_response` runs (`take`: the
+    /// request ends, and a second call finds nothing), or while it is executed. `None` if
+    /// the request ended already.
     ///
     /// # Safety
     ///
     /// `req` is the request of a live [`Request`] started by [`Request::init`] for
-    /// transport `T`, which the core is completing.
-    pub(super) unsafe fn take_queue<T: Transport>(
-        req: *mut bindings::nvmet_req,
-    ) -> Option<Arc<T::Queue>> {
-        // SAFETY: `Request` is `repr(C)` with the C request first: `req` is the start of a
-        // live `Request` (the function's safety section). A non-null `queue` is the
-        // reference of an `Arc<T::Queue>` the request held (type invariant; `T` by the
-        // caller's promise), which the exchange takes out.
-        unsafe {
-            let held = (*req.cast::<Self>()).queue.swap(ptr::null_mut(), AcqRel);
-            (!held.is_null()).then(|| Arc::from_raw(held.cast::<T::Queue>()))
-        }
-    }
-
-    /// The queue a request being executed holds.
-    ///
-    /// # Safety
-    ///
-    /// `req` is the request of a live [`Request`] started by [`Request::init`] for
-    /// transport `T`, which the core is executing: it holds its queue for `'a`.
+    /// transport `T`, which the core is completing or executing, while a reference on the
+    /// queue's sq is held for `'a`: the request's own (`nvmet_req_complete` puts it after
+    /// `queue_response` returned), or, when `nvmet_req_init` refuses the command and
+    /// completes it at once, the starter's (`SqEntered`).
     pub(super) unsafe fn queue_of<'a, T: Transport>(
         req: *mut bindings::nvmet_req,
-    ) -> Option<&'a T::Queue> {
-        // SAFETY: as in `take_queue`; the request holds the queue while it is executed
-        // (type invariant and the function's safety section).
-        unsafe {
-            let held = (*req.cast::<Self>()).queue.load(Acquire);
-            held.cast::<T::Queue>().cast_const().as_ref()
-        }
+        take: bool,
+    ) -> Option<ArcBorrow<'a, T::Queue>> {
+        // SAFETY: `Request` is `repr(C)` with the C request first: `req` is the start of a
+        // live `Request` (the function's safety section). A non-null `queue` is the
+        // address of the `Arc<T::Queue>` the queue's sq keeps until its destroy waited for
+        // the request's sq reference (type invariant; `T` by the caller's promise), held
+        // for `'a`; an exchange takes it out once.
+        let kept = unsafe {
+            let queue = &(*req.cast::<Self>()).queue;
+            let kept = if take {
+                queue.swap(ptr::null_mut(), Acquire)
+            } else {
+                queue.load(Acquire)
+            };
+            kept.cast_const().cast::<Arc<T::Queue>>().as_ref()
+        };
+        kept.map(Arc::as_arc_borrow)
     }
 
     /// Hands a started request back to the core: `None` if it is not started (or handed
@@ -315,20 +308,14 @@ impl Request {
     }
 
     /// Ends a started request that will not be completed (`nvmet_req_uninit`): its
-    /// `queue_response` does not run. The core may drop the queue's last reference here.
+    /// `queue_response` does not run. It puts the request's sq reference: the last one
+    /// lets a waiting `nvmet_sq_destroy` return.
     pub(crate) fn uninit(&mut self) {
         let Some(req) = self.hand_over("uninit") else {
             return;
         };
-        // The request's hold on the queue goes first, while it still holds the sq: the
-        // queue's owner, whose sq destroy waits for that, holds the queue too, so this is
-        // not the last reference, and the queue (with this request) stays.
-        let held = self.queue.swap(ptr::null_mut(), AcqRel);
-        if let (false, Some(release)) = (held.is_null(), self.release_queue) {
-            // SAFETY: the reference the request held, of the type `release` is for (type
-            // invariant), taken out above.
-            unsafe { release(held) };
-        }
+        // INVARIANT: ended.
+        self.queue.store(ptr::null_mut(), Release);
         // SAFETY: the request was started and is the caller's.
         unsafe { bindings::nvmet_req_uninit(req) };
     }
@@ -428,16 +415,6 @@ type SlotOwner<'a, T> = Owner<'a, <<T as Transport>::Request as HasRequest>::Sta
 /// What [`Request::init`] gives back: the slot's owner once the core accepted the command
 /// (`None` if it completed it at once), or the owner when nothing ran.
 pub(crate) type Started<'a, T> = Result<Option<SlotOwner<'a, T>>, SlotOwner<'a, T>>;
-
-/// Gives up the reference on a `T::Queue` that a request held.
-///
-/// # Safety
-///
-/// `held` came from `Arc::<T::Queue>::into_raw`, and its reference is the caller's.
-unsafe fn release_queue<T: Transport>(held: *mut ()) {
-    // SAFETY: the function's safety section.
-    drop(unsafe { Arc::from_raw(held.cast_const().cast::<T::Queue>()) });
-}
 
 /// A transport object that embeds a [`Request`] in the state of its [`Slot`];
 /// implemented with [`impl_has_request!`].

@@ -5,12 +5,22 @@
 //! the queue that embeds it.
 
 use super::{bindings, CtrlId, PortHold};
+// The kept queue's address is a `core` atomic, as the slot's state is (see `rdma/slot.rs`):
+// every command's start reads it.
+use core::{
+    any::TypeId,
+    ptr,
+    sync::atomic::{
+        AtomicPtr,
+        Ordering::{Acquire, Release},
+    },
+};
 use kernel::{
     new_mutex,
     prelude::*,
     sync::{
         atomic::{Atomic, Full, Relaxed},
-        ArcBorrow, Mutex,
+        Arc, ArcBorrow, Mutex,
     },
     types::Opaque,
 };
@@ -23,6 +33,13 @@ use kernel::{
 /// `cq_live` is true; `sq` was initialised by `nvmet_sq_init` (with `cq`) and is not yet
 /// destroyed while `sq_live` is true. Both stay pinned. `port` is held until the sq is
 /// destroyed: it outlives every request started on the sq, which name it.
+///
+/// `kept_at` is null, or points to the `Arc` in the box `kept` holds: an `Arc<Q>` of the
+/// queue that embeds this pair, `Q` being the type `queue_type` names. Once set, it stays
+/// until `destroy` takes the box, after `nvmet_sq_destroy` returned: so every request
+/// started on the sq finds its queue alive until it ended. Nothing is kept once the sq
+/// was destroyed. While a queue is kept, the queue and the pair hold each other: the
+/// owner breaks that with `destroy` (the pair's own `Drop` cannot run before).
 #[pin_data(PinnedDrop)]
 pub(crate) struct SqCq {
     #[pin]
@@ -38,21 +55,51 @@ pub(crate) struct SqCq {
     /// Held through `destroy`: a second caller waits until the first is done.
     #[pin]
     destroying: Mutex<()>,
+    /// The type of the queue that embeds the pair.
+    queue_type: TypeId,
+    /// The queue that embeds the pair, held (boxed: `kept_at` points into it) from its
+    /// set-up until the pair is destroyed; see [`SqCq::keep`].
+    #[pin]
+    kept: Mutex<Option<KBox<dyn Send + Sync>>>,
+    /// Where `kept`'s `Arc` is once set: null until then (see the invariants).
+    kept_at: AtomicPtr<()>,
+}
+
+/// The queue a pair kept, given back by [`SqCq::destroy`] to be dropped once the pair is
+/// no longer borrowed (it may be the queue's last reference).
+#[must_use = "drop it where the queue is not borrowed"]
+pub(crate) struct KeptQueue {
+    _queue: Option<KBox<dyn Send + Sync>>,
+}
+
+impl KeptQueue {
+    /// Whether the pair kept no queue (no request was started on it).
+    #[cfg(CONFIG_KUNIT)]
+    pub(super) fn is_empty(&self) -> bool {
+        self._queue.is_none()
+    }
 }
 
 // SAFETY: the nvmet core synchronises its use of the queues internally (percpu refs,
-// atomics); this type only passes pointers to them to the core.
+// atomics); this type only passes pointers to them to the core. What it keeps is
+// `Send + Sync`, behind a mutex, and its address an atomic.
 unsafe impl Send for SqCq {}
 // SAFETY: as above.
 unsafe impl Sync for SqCq {}
 
 impl SqCq {
-    /// Initialises the pair (`nvmet_cq_init`, `nvmet_sq_init`) of a queue that came in
-    /// through the port `port` holds; the pair keeps the hold until it is destroyed.
-    pub(crate) fn new(port: PortHold) -> impl PinInit<Self, Error> {
+    /// Initialises the pair (`nvmet_cq_init`, `nvmet_sq_init`) of a queue of type `Q` that
+    /// came in through the port `port` holds; the pair keeps the hold until it is
+    /// destroyed.
+    pub(crate) fn new<Q: HasSqCq + Send + Sync + 'static>(
+        port: PortHold,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             port,
             destroying <- new_mutex!(()),
+            queue_type: TypeId::of::<Q>(),
+            kept <- new_mutex!(None),
+            kept_at: AtomicPtr::new(ptr::null_mut()),
             sq: Opaque::zeroed(),
             cq <- Opaque::ffi_init(|cq: *mut bindings::nvmet_cq| {
                 // SAFETY: `cq` is pinned memory of this value, uninitialised: zero it (the
@@ -89,10 +136,8 @@ impl SqCq {
     /// `nvmet_sq_destroy` waits for that reference before it clears `sq->ctrl` and puts
     /// the controller. `None` once the sq was killed.
     ///
-    /// Requests start only with such a guard ([`super::Request::init`]), and hold the
-    /// queue's `Arc` until they end. The queue's owner calls [`SqCq::destroy`], which
-    /// waits for those requests, while it still holds an `Arc` of its own (the queue's
-    /// release does), not only in `Drop`: so a request's end never drops the queue.
+    /// Requests start only with such a guard ([`super::Request::init`]), on a queue the
+    /// pair keeps ([`SqCq::keep`]) until [`SqCq::destroy`] waited for the requests.
     pub(crate) fn enter<'a, Q: HasSqCq>(queue: &'a ArcBorrow<'_, Q>) -> Option<SqEntered<'a>> {
         let this = queue.sq_cq();
         // SAFETY: the sq was initialised (type invariant); a killed or exited reference has
@@ -103,6 +148,60 @@ impl SqCq {
         // `then_some` would build it, and drop it, which puts a reference, even when the
         // try failed.)
         live.then(|| SqEntered(this))
+    }
+
+    /// Keeps `queue`, the queue (of type `Q`) that embeds the pair, until
+    /// [`SqCq::destroy`] waited for every request started on the sq: the requests reach
+    /// their queue through the `Arc` the pair keeps, and take no reference of their own.
+    /// Call it once the queue is set up, before it starts a request
+    /// ([`super::Request::init`] refuses one on a pair that keeps no queue). The queue and
+    /// the pair then hold each other: its owner must call [`SqCq::destroy`] (a queue left
+    /// kept is never freed, and holds its port's removal up).
+    ///
+    /// `Ok` if kept (by this call or an earlier one); `EINVAL` if `queue` is not the queue
+    /// that embeds the pair, or not of the type it was made for; `ENODEV` once the pair
+    /// was destroyed. Sleeps (an allocation): process context.
+    pub(crate) fn keep<Q: HasSqCq + Send + Sync + 'static>(
+        &self,
+        queue: ArcBorrow<'_, Q>,
+    ) -> Result {
+        if self.queue_type != TypeId::of::<Q>() || !ptr::eq(self, queue.sq_cq()) {
+            return Err(EINVAL);
+        }
+        let held: KBox<dyn Send + Sync> = KBox::new(Arc::<Q>::from(queue), GFP_KERNEL)?;
+        let mut kept = self.kept.lock();
+        // (`destroy` marks the sq dead before it takes what is kept, under this lock)
+        if !self.sq_live.load(Relaxed) {
+            return Err(ENODEV);
+        }
+        if kept.is_none() {
+            let at = ptr::from_ref(&*held).cast::<()>().cast_mut();
+            *kept = Some(held);
+            // INVARIANT: points to the `Arc<Q>` (`Q` as `queue_type` says) of the queue
+            // that embeds the pair, in the box `kept` holds now, until `destroy`.
+            self.kept_at.store(at, Release);
+        }
+        Ok(())
+    }
+
+    /// Where the pair keeps `queue` (see [`SqCq::keep`]): the address of its `Arc<Q>`,
+    /// valid while `entered` holds the sq and then until `destroy` waited for every
+    /// request. `None` if the pair keeps no queue, or another one.
+    pub(super) fn kept<Q: HasSqCq + Send + Sync + 'static>(
+        &self,
+        queue: ArcBorrow<'_, Q>,
+        entered: &SqEntered<'_>,
+    ) -> Option<*const Arc<Q>> {
+        let at = self.kept_at.load(Acquire);
+        if self.queue_type != TypeId::of::<Q>() || !entered.is_of(self) || at.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, `at` points to an `Arc<Q>` that `kept` holds (type invariant;
+        // `Q` checked above), until `destroy` takes it after `nvmet_sq_destroy` waited for
+        // `entered`'s reference, which this borrow outlives.
+        let kept = unsafe { &*at.cast_const().cast::<Arc<Q>>() };
+        // (The queue that embeds the pair is the one kept: checked rather than assumed.)
+        ptr::eq(&**kept, &*queue).then_some(at.cast_const().cast())
     }
 
     /// The submission queue, for the core's calls.
@@ -137,8 +236,8 @@ impl SqCq {
     /// last reference: so this runs in the release work, never where the last `Arc` of the
     /// queue happens to go). Sleeps: process context only. Once it returned, the core has
     /// given every request of the queue back (their slots are the transport's again), and
-    /// the pair gave up its hold on the port.
-    pub(crate) fn destroy(&self) {
+    /// the pair gave up its hold on the port and gives back the queue it kept.
+    pub(crate) fn destroy(&self) -> KeptQueue {
         // (Serialised: a second caller must not put the cq, or give the port up, while the
         // first still waits in `nvmet_sq_destroy`.)
         let _destroying = self.destroying.lock();
@@ -158,6 +257,12 @@ impl SqCq {
         // frees it at the last put. A controller whose queues came in through several
         // ports is the core's to keep apart: see Documentation/nvmet-binding.md.)
         self.port.release();
+        // INVARIANT: cleared before the box goes, once no request can use it.
+        let mut kept = self.kept.lock();
+        self.kept_at.store(ptr::null_mut(), Release);
+        KeptQueue {
+            _queue: kept.take(),
+        }
     }
 }
 
@@ -198,14 +303,15 @@ impl Drop for SqEntered<'_> {
 #[pinned_drop]
 impl PinnedDrop for SqCq {
     fn drop(self: Pin<&mut Self>) {
-        self.destroy();
+        // (Nothing is kept here: a kept queue holds the pair, which then never drops.)
+        drop(self.destroy());
     }
 }
 
 /// A transport queue that embeds an [`SqCq`]; implemented with [`impl_has_sq_cq!`].
 ///
 /// (A safe trait: the [`SqCq`] it returns is borrowed from the queue, so it lives as long
-/// as the queue, which a started request holds.)
+/// as the queue, which the sq keeps while requests are started on it.)
 pub(crate) trait HasSqCq {
     /// The embedded [`SqCq`].
     fn sq_cq(&self) -> &SqCq;

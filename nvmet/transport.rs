@@ -39,8 +39,10 @@ pub(crate) mod flags {
 pub(crate) trait Transport: Sized + 'static {
     /// The transport's state of an enabled port, from `add_port` until `remove_port`.
     type Port: Send + Sync;
-    /// The transport's queue, which embeds an [`super::SqCq`].
-    type Queue: HasSqCq;
+    /// The transport's queue, which embeds an [`super::SqCq`]: its set-up makes the pair
+    /// keep it ([`super::SqCq::keep`]) and its release destroys the pair, which gives it
+    /// back.
+    type Queue: HasSqCq + Send + Sync + 'static;
     /// The transport's object that embeds each request's `nvmet_req`.
     type Request: HasRequest;
 
@@ -265,20 +267,20 @@ impl<T: Transport> Ops<T> {
     /// Called by the nvmet core for a request the transport passed to `nvmet_req_init`.
     unsafe extern "C" fn queue_response(req: *mut bindings::nvmet_req) {
         // SAFETY: a request started by `Request::init::<T>`: embedded in a `T::Request`
-        // that lives in its queue, whose `Arc` the request holds until it is taken here.
+        // that lives in its queue, which the queue's sq keeps until its destroy waited for
+        // every sq reference; one is held through this call (the request's, which
+        // `nvmet_req_complete` puts after `queue_response` returned, or, for a command
+        // `nvmet_req_init` refused, the starter's).
         let (request, queue) = unsafe {
             let request = T::Request::from_req(req);
-            let queue = super::request::Request::take_queue::<T>(req);
+            let queue = super::request::Request::queue_of::<T>(req, true);
             (request, queue)
         };
         let Some(queue) = queue else {
-            pr_err!("a completed request holds no queue; its response is not sent\n");
+            pr_err!("a completed request names no queue; its response is not sent\n");
             return;
         };
-        T::queue_response(queue.as_arc_borrow(), request);
-        // (Not the queue's last reference: its owner destroys the queue's sq, which waits
-        // for this request to complete, while it holds the queue; see `SqCq::destroy`.)
-        drop(queue);
+        T::queue_response(queue, request);
     }
 
     /// `delete_ctrl`.
@@ -301,8 +303,8 @@ impl<T: Transport> Ops<T> {
         port: *mut bindings::nvmet_port,
         traddr: *mut c_char,
     ) {
-        // SAFETY: a request started by `Request::init::<T>`, which holds its queue, and is
-        // being executed (it holds the queue until its completion). The port is
+        // SAFETY: a request started by `Request::init::<T>` and being executed: it holds
+        // its sq, which keeps the queue, until its completion. The port is
         // allocated (the core flushes its workqueue, where queues are released, before it
         // frees a port); `tr_ops` and `priv` cannot change during the call
         // (`nvmet_config_sem`), and while `tr_ops` is this transport's table, `priv` holds
@@ -311,7 +313,7 @@ impl<T: Transport> Ops<T> {
         let (queue, entry, configured, out) = unsafe {
             let ours = core::ptr::eq((*port).tr_ops, (*req).ops);
             (
-                super::request::Request::queue_of::<T>(req),
+                super::request::Request::queue_of::<T>(req, false),
                 if ours {
                     (*port).priv_.cast::<PortEntry<T>>().as_ref()
                 } else {
@@ -327,7 +329,7 @@ impl<T: Transport> Ops<T> {
         let Some(queue) = queue else {
             return;
         };
-        T::disc_traddr(queue, entry.and_then(|e| e.data.as_ref()), configured, out);
+        T::disc_traddr(&queue, entry.and_then(|e| e.data.as_ref()), configured, out);
     }
 
     /// `host_traddr`.

@@ -17,7 +17,8 @@ use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, OpsRef, SqCq};
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle, Stage},
-    rw, CmEvent, CmHandler, CmId, ConnectRequest, Pd, PollContext, QpCaps, SocketAddr,
+    rw, CmEvent, CmHandler, CmId, ConnectRequest, IdContext, Pd, PollContext, PublishOnce, QpCaps,
+    SocketAddr,
 };
 use crate::target::{ListedQueue, NvmetRdma, Target};
 use crate::wire::ConnectData;
@@ -25,7 +26,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use kernel::{
     fmt,
     prelude::*,
-    sync::{Arc, ArcBorrow, SetOnce},
+    sync::{Arc, ArcBorrow},
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -53,8 +54,9 @@ pub(crate) struct Queue {
     /// The id (and QP), from the listener's adoption to the release.
     #[pin]
     lifecycle: Lifecycle<Queue, CmId<Queue>>,
-    /// Buffers and work request contexts, set up once before the accept.
-    io: SetOnce<Io>,
+    /// Buffers and work request contexts, set up once before the accept (read on every
+    /// completion: a `PublishOnce`, see `rdma/once.rs`).
+    io: PublishOnce<Io>,
     /// Free response slots and waiting commands; filled at setup.
     #[pin]
     lists: SlotLists,
@@ -91,7 +93,7 @@ impl Queue {
         let queue = hold.and_then(|hold| {
             Arc::pin_init(
                 try_pin_init!(Self {
-                    nvmet <- SqCq::new(hold),
+                    nvmet <- SqCq::new::<Self>(hold),
                     number,
                     port: port.clone(),
                     target: target.clone(),
@@ -101,7 +103,7 @@ impl Queue {
                     device,
                     initiator_depth,
                     lifecycle <- Lifecycle::new(),
-                    io: SetOnce::new(),
+                    io: PublishOnce::new(),
                     lists <- SlotLists::new(),
                     stats: QueueStats::default(),
                     setup_work <- new_work!("Queue::setup_work"),
@@ -114,9 +116,10 @@ impl Queue {
         // The id is in `pending` before the queue is listed: a close that finds the queue
         // finds the id, and its release takes it.
         let listed = queue.and_then(|queue| {
+            let context = IdContext::new(queue.clone())?;
             target.add_queue(queue.clone(), || {
                 if let Some(request) = request.take() {
-                    queue.lifecycle.adopt(queue.clone(), request);
+                    queue.lifecycle.adopt(context, request);
                 }
             })?;
             Ok(queue)
@@ -188,6 +191,9 @@ impl Queue {
             return Err(EBUSY);
         }
         let io = this.io.as_ref().ok_or(EINVAL)?;
+        // Before the first command can arrive: the sq keeps the queue for its requests,
+        // until the release destroys it (`tear_down`).
+        this.nvmet.keep(this.as_arc_borrow())?;
         io.prepare(id, |queue: &Queue| queue.io.as_ref())?;
         if !io.uses_srq() {
             for cmd in 0..data.recv_queue_size {
@@ -397,8 +403,9 @@ impl Accepted for Queue {
         if let Some(io) = this.io.as_ref() {
             io.abandon_waiting(this.as_arc_borrow());
         }
-        // Waits for every request: those in RDMA are flushed by the disconnect.
-        this.nvmet.destroy();
+        // Waits for every request: those in RDMA are flushed by the disconnect. (What the
+        // sq kept is not the queue's last reference: `this` is one.)
+        drop(this.nvmet.destroy());
         let drained = id.as_ref().map(|id| id.shut_down());
         if let (Some(io), Some(drained)) = (this.io.as_ref(), &drained) {
             this.lists.discard_parked(io);

@@ -15,13 +15,10 @@
 use crate::rdma::{
     cqe::impl_has_cqe,
     qp_handle::{QpHandle, Range, RecvWr},
-    CmHandler, CmId, Cqe, Device, DmaBuf, Pd, QpCqeHandler, Srq,
+    CmHandler, CmId, Cqe, Device, DmaBuf, Pd, PublishOnce, QpCqeHandler, Srq,
 };
 use crate::wire::COMMAND_SIZE;
-use kernel::{
-    prelude::*,
-    sync::{Arc, SetOnce},
-};
+use kernel::{prelude::*, sync::Arc};
 
 /// One receive slot.
 #[repr(C)]
@@ -29,7 +26,7 @@ pub(crate) struct CmdSlot {
     cqe: Cqe<CmdSlot>,
     /// The receive into the slot's capsule (and in-capsule data), made once the slot is
     /// in place ([`RecvSlots::prepare_on_qp`], [`SlotSet::shared`]).
-    wr: SetOnce<RecvWr>,
+    wr: PublishOnce<RecvWr>,
     /// The slot's number in its [`SlotSet`].
     pub(crate) index: u32,
 }
@@ -71,7 +68,7 @@ impl SlotSet {
             cmds.push(
                 CmdSlot {
                     cqe: Cqe::on_qp(),
-                    wr: SetOnce::new(),
+                    wr: PublishOnce::new(),
                     index,
                 },
                 GFP_KERNEL,

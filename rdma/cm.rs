@@ -2,7 +2,7 @@
 
 //! RDMA CM ids (`struct rdma_cm_id`): addressing, connection management, and the QP.
 //!
-//! A [`CmId`] owns its id, its handler (an `Arc<T>` stored as the id's context) and,
+//! A [`CmId`] owns its id, its handler (an `Arc<T>`, boxed: the box is the id's context) and,
 //! once created, its QP with the PD and CQ under it. Dropping it drains the QP (every
 //! posted work request completes, flushed if need be), destroys QP, CQ and PD, and then
 //! the id: in that order, because the device may go away as soon as its last id does.
@@ -32,8 +32,9 @@ use verbs::Verbs;
 ///
 /// # Invariants
 ///
-/// `id` is live until `Drop`; its context is `Arc::into_raw` of an `Arc<T>` this value
-/// owns; `verbs` is `Some` exactly when `id->qp` was created by [`CmId::create_qp`].
+/// `id` is live until `Drop`; its context is the address of the `Arc<T>` in an
+/// [`IdContext<T>`] this value owns (`KBox::into_raw`); `verbs` is `Some` exactly when
+/// `id->qp` was created by [`CmId::create_qp`].
 pub(crate) struct CmId<T: CmHandler> {
     id: NonNull<bindings::rdma_cm_id>,
     verbs: Option<Verbs>,
@@ -48,17 +49,35 @@ unsafe impl<T: CmHandler> Sync for CmId<T> {}
 /// How long address and route resolution may take.
 pub(crate) const RESOLVE_TIMEOUT_MS: usize = 2000;
 
+/// An id's handler, boxed: the box's address is the id's context, so that events and
+/// completions reach the `Arc<T>` itself (an `ArcBorrow` of it costs nothing, where one
+/// made from the handler's address has to find the `Arc`'s header first).
+pub(crate) struct IdContext<T>(KBox<Arc<T>>);
+
+impl<T> IdContext<T> {
+    /// Boxes `handler` for an id (before the step that gives it the id, which cannot fail).
+    pub(crate) fn new(handler: Arc<T>) -> Result<Self> {
+        Ok(Self(KBox::new(handler, GFP_KERNEL)?))
+    }
+
+    /// The context an id owns from now on: `KBox::into_raw` of the box.
+    fn into_context(self) -> *mut Arc<T> {
+        KBox::into_raw(self.0)
+    }
+}
+
 impl<T: CmHandler> CmId<T> {
     /// Creates a reliable-connected (`RDMA_PS_TCP`) id in the initial network namespace.
     pub(crate) fn new(handler: Arc<T>) -> Result<Self> {
-        let context = handler.into_raw();
+        let context = IdContext::new(handler)?.into_context();
         // SAFETY: `init_net` is the static initial namespace; the trampoline matches the
-        // context, an `Arc<T>` whose ownership passes to the returned id.
+        // context, the address of a boxed `Arc<T>` whose ownership passes to the returned
+        // id.
         let id = unsafe {
             bindings::__rdma_create_kernel_id(
                 core::ptr::addr_of_mut!(bindings::init_net),
                 Some(cm_handler::<T>),
-                context.cast_mut().cast(),
+                context.cast(),
                 bindings::rdma_ucm_port_space_RDMA_PS_TCP,
                 bindings::ib_qp_type_IB_QPT_RC,
                 crate::MODULE_NAME.as_char_ptr(),
@@ -72,7 +91,7 @@ impl<T: CmHandler> CmId<T> {
             }),
             Err(e) => {
                 // SAFETY: creation failed, so the context was not taken: reclaim it.
-                drop(unsafe { Arc::from_raw(context) });
+                drop(unsafe { KBox::from_raw(context) });
                 Err(e)
             }
         }
@@ -84,9 +103,9 @@ impl<T: CmHandler> CmId<T> {
 
     /// The id's handler, which the id keeps (its context) until it is destroyed.
     pub(crate) fn handler(&self) -> ArcBorrow<'_, T> {
-        // SAFETY: the context is `Arc::into_raw` of the `Arc<T>` this id owns (type
+        // SAFETY: the context is the address of the `Arc<T>` this id owns, boxed (type
         // invariant), alive while `self` is borrowed.
-        unsafe { ArcBorrow::from_raw((*self.raw()).context.cast::<T>()) }
+        unsafe { &*(*self.raw()).context.cast::<Arc<T>>() }.as_arc_borrow()
     }
 
     /// Binds to a local address (the wildcard address binds to all devices).
@@ -253,13 +272,14 @@ impl<T: CmHandler> Drop for CmId<T> {
         // (`free_gid_work`).
         let device = self.device().and_then(Device::try_hold);
         // SAFETY: the id is live (invariant).
-        let context = unsafe { (*self.raw()).context.cast::<T>() };
+        let context = unsafe { (*self.raw()).context.cast::<Arc<T>>() };
         // SAFETY: the id is live and, by the module's rule, not dropped from its own
         // handler. `rdma_destroy_id` waits for running handlers; none run afterwards.
         unsafe { bindings::rdma_destroy_id(self.raw()) };
         drop(device);
-        // SAFETY: the context is the `Arc<T>` this id owned; no handler can use it now.
-        drop(unsafe { Arc::<T>::from_raw(context) });
+        // SAFETY: the context is the boxed `Arc<T>` this id owned; no handler can use it
+        // now.
+        drop(unsafe { KBox::from_raw(context) });
     }
 }
 

@@ -3,7 +3,8 @@
 //! KUnit suites of the RDMA layer's logic that needs no device: socket addresses (parsed,
 //! printed, classified), completion dispatch (an `ib_cqe`'s `done` reaching the handler
 //! of the object that embeds it, with what the work completion reports) and slot
-//! hand-offs (one owner at a time, resumed only by the event it was handed off to).
+//! hand-offs (one owner at a time, resumed only by the event it was handed off to) and
+//! values published once ([`crate::rdma::PublishOnce`]).
 //!
 //! The layer is compiled into each module of the project; its suites are compiled into
 //! `nvmet_rdma_rs` only (`#[path]`-included from its crate root), so that each runs once
@@ -295,5 +296,35 @@ mod slot_handoff {
         // There is no end of nothing.
         // SAFETY: as above.
         assert!(unsafe { Ended::new(0) }.is_none());
+    }
+}
+
+#[kunit_tests(rdma_rs_publish_once)]
+mod publish_once {
+    use crate::rdma::PublishOnce;
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+    /// A value that counts its drops.
+    struct Counted<'a>(u32, &'a AtomicU32);
+
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Relaxed);
+        }
+    }
+
+    #[test]
+    fn published_once() {
+        let drops = AtomicU32::new(0);
+        let cell = PublishOnce::new();
+        assert!(cell.as_ref().is_none());
+        assert!(cell.populate(Counted(1, &drops)));
+        // The first value stays; a second one is refused, and dropped.
+        assert!(!cell.populate(Counted(2, &drops)));
+        assert_eq!(drops.load(Relaxed), 1);
+        assert_eq!(cell.as_ref().map(|v| v.0), Some(1));
+        // Dropping the cell drops the value it holds.
+        drop(cell);
+        assert_eq!(drops.load(Relaxed), 2);
     }
 }

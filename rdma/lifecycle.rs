@@ -19,7 +19,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest};
+use super::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, IdContext};
 use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use kernel::{
     new_mutex,
@@ -133,10 +133,10 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
         self.stage() == Stage::Closing
     }
 
-    /// Takes `request` for `this`, whose lifecycle this is: its events go to `this` from
-    /// now on. The caller queues the set-up work. A connection adopts one request: a
-    /// second one is left alone (RDMA CM rejects it), with a warning.
-    pub(crate) fn adopt(&self, this: Arc<T>, request: ConnectRequest<'_>) {
+    /// Takes `request` for the connection `context` holds, whose lifecycle this is: its
+    /// events go to it from now on. The caller queues the set-up work. A connection adopts
+    /// one request: a second one is left alone (RDMA CM rejects it), with a warning.
+    pub(crate) fn adopt(&self, context: IdContext<T>, request: ConnectRequest<'_>) {
         let mut pending = self.pending.lock();
         if pending.is_some() {
             pr_warn!("a connection was asked to adopt a second request; left to RDMA CM\n");
@@ -144,7 +144,7 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
         }
         // INVARIANT: the adopted id waits in `pending` for the set-up. (Never dropped here:
         // this runs in the listener's handler, with the new id's handler mutex held.)
-        *pending = Some(request.adopt(this));
+        *pending = Some(request.adopt(context));
     }
 
     /// What the set-up built, locked (`None` before the set-up and after the release).

@@ -5,8 +5,8 @@
 //! This layer is shared by source: every module of the project includes it with
 //! `#[path = "../rdma/mod.rs"] mod rdma;` and links its C helpers (see `rdma/rdma.mk`).
 //! Module code uses its types and no `bindings::`: the demo pair and `nvmet_rdma_rs` hold
-//! no `unsafe` of their own but for one call into `nvmet/`, the other binding layer
-//! (`nvmet::Request::init`'s promise about the port).
+//! no `unsafe` of their own (their files `forbid` it, or `deny` it where a layer's macro
+//! expands an `unsafe impl`).
 //! Each crate root defines `MODULE_NAME`, the C string the RDMA core records as the
 //! owner of the objects the layer creates (`rdma res show`).
 //!
@@ -33,6 +33,7 @@ pub(crate) mod device_log;
 pub(crate) mod dma;
 pub(crate) mod lifecycle;
 pub(crate) mod mr;
+pub(crate) mod once;
 pub(crate) mod param;
 pub(crate) mod pd;
 pub(crate) mod qp;
@@ -51,7 +52,7 @@ pub(crate) use addr::SocketAddr;
 #[allow(unused_imports)]
 pub(crate) use client::{ClientHandler, ClientRegistration, IbClient};
 #[allow(unused_imports)]
-pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, QpCaps};
+pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, IdContext, QpCaps};
 #[allow(unused_imports)]
 pub(crate) use cq::{Cq, PollContext};
 #[allow(unused_imports)]
@@ -64,6 +65,8 @@ pub(crate) use device_log::{DeviceLog, DEVICE_LOG};
 pub(crate) use dma::DmaBuf;
 #[allow(unused_imports)]
 pub(crate) use mr::{access, Mr};
+#[allow(unused_imports)]
+pub(crate) use once::PublishOnce;
 #[allow(unused_imports)]
 pub(crate) use pd::Pd;
 #[allow(unused_imports)]

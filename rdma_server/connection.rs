@@ -16,8 +16,8 @@ mod transfer;
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle},
-    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, Mr, OwnedQueue, Pd,
-    PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
+    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, IdContext, Mr, OwnedQueue,
+    Pd, PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
@@ -218,7 +218,9 @@ impl Connection {
             }),
             GFP_KERNEL,
         );
-        let Ok(connection) = connection else {
+        let Ok((connection, context)) =
+            connection.and_then(|connection| Ok((connection.clone(), IdContext::new(connection)?)))
+        else {
             pr_err!("out of memory for a connection from {}\n", request.peer());
             return;
         };
@@ -237,7 +239,7 @@ impl Connection {
             request.peer(),
             request.device().name().to_str().unwrap_or("?")
         );
-        connection.lifecycle.adopt(connection.clone(), request);
+        connection.lifecycle.adopt(context, request);
         let _ = shared.queue.queue().enqueue::<_, 1>(connection);
     }
 

@@ -3,7 +3,7 @@
 //! RDMA CM events: what a [`CmHandler`] sees, connect requests it may adopt as new ids,
 //! and the C trampoline that delivers them.
 
-use super::{to_result, CmId, SocketAddr};
+use super::{to_result, CmId, IdContext, SocketAddr};
 use crate::rdma::{bindings, Device};
 use core::{cell::Cell, ffi::c_int, marker::PhantomData, ptr::NonNull};
 use kernel::{
@@ -181,13 +181,13 @@ impl ConnectRequest<'_> {
 
     /// Takes the request: future events of the new id go to `handler`, which the returned
     /// [`CmId`] owns. The caller must not drop the id in this handler call.
-    pub(crate) fn adopt<C: CmHandler>(self, handler: Arc<C>) -> CmId<C> {
+    pub(crate) fn adopt<C: CmHandler>(self, handler: IdContext<C>) -> CmId<C> {
         let id = self.id.as_ptr();
         // SAFETY: the core holds the new id's handler mutex during this call, so no event
         // is delivered while its handler and context change; from here on the context is
-        // an `Arc<C>` the returned `CmId` owns.
+        // the address of the boxed `Arc<C>` the returned `CmId` owns.
         unsafe {
-            (*id).context = handler.into_raw().cast_mut().cast();
+            (*id).context = handler.into_context().cast();
             (*id).event_handler = Some(cm_handler::<C>);
         }
         self.adopted.set(true);
@@ -199,11 +199,11 @@ impl ConnectRequest<'_> {
     }
 }
 
-/// The RDMA CM event trampoline for ids whose context is an `Arc<T>`.
+/// The RDMA CM event trampoline for ids whose context is a boxed `Arc<T>` ([`IdContext`]).
 ///
 /// # Safety
 ///
-/// Called by RDMA CM with a live id whose `context` is the raw pointer of an `Arc<T>`
+/// Called by RDMA CM with a live id whose `context` is the address of a boxed `Arc<T>`
 /// kept alive by the id's owner (a [`CmId<T>`], or for a connect request the listener's).
 pub(super) unsafe extern "C" fn cm_handler<T: CmHandler>(
     id: *mut bindings::rdma_cm_id,
@@ -211,7 +211,7 @@ pub(super) unsafe extern "C" fn cm_handler<T: CmHandler>(
 ) -> c_int {
     // SAFETY: see the function's safety section: the `Arc<T>` outlives the id's events,
     // since its owner destroys the id (which waits for handlers) before releasing it.
-    let this = unsafe { ArcBorrow::<T>::from_raw((*id).context.cast::<T>()) };
+    let this = unsafe { &*(*id).context.cast::<Arc<T>>() }.as_arc_borrow();
     let event = CmEvent {
         // SAFETY: the core passes a valid event for the duration of the call.
         raw: unsafe { &*event },

@@ -280,12 +280,12 @@ impl<T: CmHandler> CmId<T> {
     /// `CmId<T>` that stays alive (with its QP) for `'a`.
     pub(in crate::rdma) unsafe fn handler_of_qp<'a>(qp: *mut bindings::ib_qp) -> ArcBorrow<'a, T> {
         // SAFETY: the QP's context is its id (see `create_qp_with`), whose context is the
-        // `Arc<T>` it owns (from `Arc::into_raw`); both live for `'a` by the caller's
-        // promise.
-        unsafe {
+        // address of the boxed `Arc<T>` it owns; both live for `'a` by the caller's promise.
+        let handler = unsafe {
             let id = (*qp).qp_context.cast::<bindings::rdma_cm_id>();
-            ArcBorrow::from_raw((*id).context.cast::<T>())
-        }
+            &*(*id).context.cast::<Arc<T>>()
+        };
+        handler.as_arc_borrow()
     }
 
     /// A handle on the QP for work requests with embedded completion entries and for
