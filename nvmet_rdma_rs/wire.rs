@@ -181,9 +181,10 @@ pub(crate) fn is_write(command: &[u8; COMMAND_SIZE]) -> bool {
 /// Decodes the SGL descriptor of `command`, as `nvmet_rdma_map_sgl` does.
 pub(crate) fn data_pointer(command: &[u8; COMMAND_SIZE]) -> Result<DataPointer, CommandError> {
     let sgl = &command[DPTR..DPTR + 16];
-    let mut addr = [0u8; 8];
-    addr.copy_from_slice(&sgl[0..8]);
-    let addr = u64::from_le_bytes(addr);
+    // (byte by byte: a slice copy is an out-of-line call in the kernel's code for size)
+    let addr = u64::from_le_bytes([
+        sgl[0], sgl[1], sgl[2], sgl[3], sgl[4], sgl[5], sgl[6], sgl[7],
+    ]);
     let kind = sgl[15];
     let invalid_field = CommandError {
         status: status::INVALID_FIELD | status::DNR,

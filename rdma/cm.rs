@@ -19,8 +19,8 @@ mod verbs;
 pub(crate) use event::{CmEvent, CmEventKind, CmHandler, ConnectRequest};
 pub(crate) use verbs::QpCaps;
 
-use super::{addr::SocketAddr, bindings, Device};
-use core::{ffi::c_int, marker::PhantomData, ptr::NonNull};
+use super::{addr::SocketAddr, bindings, to_result, Device};
+use core::{marker::PhantomData, ptr::NonNull};
 use event::cm_handler;
 use kernel::{
     prelude::*,
@@ -280,13 +280,5 @@ impl<T: CmHandler> Drop for CmId<T> {
         // SAFETY: the context is the boxed `Arc<T>` this id owned; no handler can use it
         // now.
         drop(unsafe { KBox::from_raw(context) });
-    }
-}
-
-fn to_result(ret: c_int) -> Result {
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(Error::from_errno(ret))
     }
 }

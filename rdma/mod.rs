@@ -88,6 +88,17 @@ fn from_err_ptr<T>(ptr: *mut T) -> Result<NonNull<T>> {
     NonNull::new(ptr).ok_or(ENOMEM)
 }
 
+/// A C call's return value (0 or a negative errno) as a `Result`: the kernel crate's
+/// `to_result`, inline (that one is an out-of-line call here, on every post).
+#[inline]
+pub(crate) fn to_result(ret: core::ffi::c_int) -> Result {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(Error::from_errno(ret))
+    }
+}
+
 /// The kernel error for a positive errno constant from the bindings, for the codes
 /// `kernel::error::code` does not name.
 pub(crate) fn errno(code: u32) -> Error {

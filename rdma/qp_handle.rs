@@ -131,7 +131,7 @@ impl QpGate {
             // SAFETY: the QP is live while the gate lets the call through (type
             // invariant); the provider copies the requests before it returns (the
             // function's safety section), and may point `bad` at one of them.
-            kernel::error::to_result(unsafe { bindings::rdma_rs_ib_post_send(qp, first, &mut bad) })
+            super::to_result(unsafe { bindings::rdma_rs_ib_post_send(qp, first, &mut bad) })
         });
         posted.map_err(|e| (e, at_gate || ptr::eq(bad, first)))
     }
@@ -151,7 +151,7 @@ impl QpGate {
         let posted = self.with_qp(OPEN, |qp| {
             at_gate = false;
             // SAFETY: as in `post_send`.
-            kernel::error::to_result(unsafe { bindings::rdma_rs_ib_post_recv(qp, wr, &mut bad) })
+            super::to_result(unsafe { bindings::rdma_rs_ib_post_recv(qp, wr, &mut bad) })
         });
         posted.map_err(|e| (e, at_gate || ptr::eq(bad, wr)))
     }

@@ -135,7 +135,7 @@ impl<X, S> Srq<X, S> {
         let ret = unsafe {
             bindings::rdma_rs_ib_post_srq_recv(self.as_raw(), wr.as_ptr(), core::ptr::null_mut())
         };
-        kernel::error::to_result(ret)
+        super::to_result(ret)
     }
 }
 

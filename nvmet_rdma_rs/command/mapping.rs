@@ -146,18 +146,23 @@ impl Io {
     }
 }
 
-/// Destroys the command's `rdma_rw` context once `end` shows its transfer done, keeping
-/// the data. A posted transfer `end` does not show done stays mapped, with its data, until
-/// the queue's release destroys it after the drain.
-pub(super) fn free_rw(state: &mut RspState, end: TransferEnd<'_>) {
-    match state.rw.as_mut().destroy(end) {
-        Ok(Some(data)) => keep_data(state, data),
-        Ok(None) => {}
-        Err(_) => {
-            pr_warn!("an RDMA transfer not known to be done is kept mapped until the drain\n")
-        }
-    }
+/// Destroys the command's `rdma_rw` context once `end` shows its transfer done, and gives
+/// back the data it mapped, if any. A posted transfer `end` does not show done stays
+/// mapped, with its data, until the queue's release destroys it after the drain.
+fn destroy_rw(state: &mut RspState, end: TransferEnd<'_>) -> Option<DataSgls> {
     state.n_rdma = 0;
+    state.rw.as_mut().destroy(end).unwrap_or_else(|_| {
+        pr_warn!("an RDMA transfer not known to be done is kept mapped until the drain\n");
+        None
+    })
+}
+
+/// Destroys the command's `rdma_rw` context once `end` shows its transfer done, keeping
+/// the data (see [`destroy_rw`]).
+pub(super) fn free_rw(state: &mut RspState, end: TransferEnd<'_>) {
+    if let Some(data) = destroy_rw(state, end) {
+        keep_data(state, data);
+    }
 }
 
 /// Keeps the command's data buffers in its state until its release frees them.
@@ -173,8 +178,8 @@ fn keep_data(state: &mut RspState, data: DataSgls) {
 /// the data buffers it does not map (those it maps stay with it while the transfer may
 /// still run).
 pub(super) fn free_data(state: &mut RspState, end: TransferEnd<'_>) {
-    free_rw(state, end);
-    if let Some(data) = state.data.take() {
+    let mapped = destroy_rw(state, end);
+    for data in [mapped, state.data.take()].into_iter().flatten() {
         state.req.free_sgls(data);
     }
 }
