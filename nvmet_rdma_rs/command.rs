@@ -109,6 +109,9 @@ pub(crate) struct RspState {
     write: bool,
     /// The data came in the capsule.
     in_capsule: bool,
+    /// The CPU took the receive slot's in-capsule data buffer (synced it): the slot's
+    /// repost hands it back to the device.
+    data_taken: bool,
     /// RDMA work requests the context posts (send queue space reserved for them).
     n_rdma: u32,
     /// The host's rkey to invalidate with the response.
@@ -225,6 +228,7 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
             recv_owed: false,
             write: false,
             in_capsule: false,
+            data_taken: false,
             n_rdma: 0,
             invalidate: None,
             data: None,
@@ -344,7 +348,14 @@ impl Io {
 
     /// Posts receive slot `cmd` (again): on the queue's QP or on its SRQ.
     pub(crate) fn post_recv(&self, cmd: u32) -> Result {
-        self.recv.post(&self.qp, cmd)
+        self.recv.post(&self.qp, cmd, true)
+    }
+
+    /// Posts the receive slot of the command `state` holds again, once the command is
+    /// done with it: its in-capsule data buffer is synced for the device only if the CPU
+    /// took it (as the capsule always is).
+    fn repost_recv(&self, state: &RspState) -> Result {
+        self.recv.post(&self.qp, state.cmd, state.data_taken)
     }
 
     /// Whether responses go out as inline sends.
@@ -370,7 +381,7 @@ impl Io {
     /// ends without a response). A queue's own slots need nothing: the queue is going.
     fn return_recv(&self, state: &mut RspState) {
         if state.recv_owed && self.recv.is_shared() {
-            let _ = self.post_recv(state.cmd);
+            let _ = self.repost_recv(state);
         }
         state.recv_owed = false;
     }
@@ -407,6 +418,7 @@ impl Io {
         owner.recv_owed = true;
         owner.write = wire::is_write(&command);
         owner.in_capsule = false;
+        owner.data_taken = false;
         owner.n_rdma = 0;
         owner.invalidate = None;
         let started = Request::init(

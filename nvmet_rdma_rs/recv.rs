@@ -125,21 +125,23 @@ impl SlotSet {
         self.cmds.len() as u32
     }
 
-    /// Slot `index`'s receive, handed to the device: its buffers synced for it.
-    fn to_device(&self, index: u32) -> Result<&RecvWr> {
+    /// Slot `index`'s receive, handed to the device: its capsule synced for it, and its
+    /// in-capsule data buffer if `data_taken` (the CPU took it).
+    fn to_device(&self, index: u32, data_taken: bool) -> Result<&RecvWr> {
         let slot = self.cmds.get(index as usize).ok_or(EINVAL)?;
         let at = index as usize * COMMAND_SIZE;
         self.capsules.sync_range_for_device(at, COMMAND_SIZE);
-        if let Some(data) = self.inline.get(index as usize) {
+        if let (true, Some(data)) = (data_taken, self.inline.get(index as usize)) {
             data.sync_range_for_device(0, self.inline_size as usize);
         }
         slot.wr.as_ref().ok_or(EINVAL)
     }
 }
 
-/// Posts slot `index` of an SRQ's set (again) on the SRQ.
-pub(crate) fn post_shared(srq: &SharedSlots, index: u32) -> Result {
-    srq.post(srq.contents().to_device(index)?)
+/// Posts slot `index` of an SRQ's set (again) on the SRQ; `data_taken`: the CPU took its
+/// in-capsule data buffer.
+pub(crate) fn post_shared(srq: &SharedSlots, index: u32, data_taken: bool) -> Result {
+    srq.post(srq.contents().to_device(index, data_taken)?)
 }
 
 /// Where a queue's commands arrive: slots of its own, or an SRQ's.
@@ -207,11 +209,12 @@ impl RecvSlots {
         self.set().inline.get(index as usize)
     }
 
-    /// Posts slot `index` (again): on the SRQ, or on `qp`, the owning queue's QP.
-    pub(crate) fn post(&self, qp: &QpHandle, index: u32) -> Result {
+    /// Posts slot `index` (again): on the SRQ, or on `qp`, the owning queue's QP;
+    /// `data_taken`: the CPU took its in-capsule data buffer since it was last posted.
+    pub(crate) fn post(&self, qp: &QpHandle, index: u32, data_taken: bool) -> Result {
         match self {
-            Self::Own(set) => qp.post_recv(set.to_device(index)?),
-            Self::Shared(srq) => post_shared(srq, index),
+            Self::Own(set) => qp.post_recv(set.to_device(index, data_taken)?),
+            Self::Shared(srq) => post_shared(srq, index, data_taken),
         }
     }
 }

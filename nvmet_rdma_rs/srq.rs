@@ -58,7 +58,7 @@ impl SrqSet {
         for _ in 0..count {
             let srq = SlotSet::shared(device, &pd, size, inline_size)?;
             for index in 0..srq.contents().count() {
-                post_shared(&srq, index)?;
+                post_shared(&srq, index, true)?;
             }
             set.srqs.push(srq, GFP_KERNEL)?;
         }

@@ -206,7 +206,7 @@ pub(crate) fn queue_response(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlo
             .fetch_add(transfer_len as u64, Relaxed);
     }
     owner.recv_owed = false;
-    if io.post_recv(owner.cmd).is_err() {
+    if io.repost_recv(&owner).is_err() {
         queue.close(c"receive post failure");
     }
     io.response_to_device(rsp.index);

@@ -45,6 +45,7 @@ impl Io {
         let data = self.recv.inline_data(state.cmd).ok_or(bad_offset)?;
         let (offset, len) = (offset as usize, len as usize);
         data.sync_range_for_cpu(offset, len);
+        state.data_taken = true;
         // (The data lies within the in-capsule size, checked: at most `IN_CAPSULE_PAGES`.)
         state
             .req
