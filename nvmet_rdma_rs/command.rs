@@ -398,11 +398,9 @@ impl Io {
     ) {
         let rsp = &self.rsps[rsp_index as usize];
         let offset = cmd_index as usize * COMMAND_SIZE;
-        let mut command = [0u8; COMMAND_SIZE];
-        let capsules = self.recv.capsules();
-        if capsules.copy_out_range(offset, &mut command).is_err() {
+        let Ok(command) = self.recv.capsules().read_64(offset) else {
             return;
-        }
+        };
         // (The slot came off the free list, so it is free.)
         let Some(mut owner) = rsp.state.claim() else {
             pr_err!(

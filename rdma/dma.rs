@@ -172,20 +172,35 @@ impl DmaBuf {
         Ok(())
     }
 
-    /// Takes `out.len()` bytes at `offset` back from the device and copies them out:
-    /// as [`DmaBuf::copy_out`], syncing only that range.
-    pub(crate) fn copy_out_range(&self, offset: usize, out: &mut [u8]) -> Result {
-        let end = offset.checked_add(out.len()).ok_or(EINVAL)?;
+    /// Takes the 64 bytes at `offset` back from the device and reads them (as
+    /// [`DmaBuf::copy_out`] does, syncing only that range): an NVMe command, read on every
+    /// command. Read as eight words where they are 8-byte aligned, so that the compiler
+    /// keeps them in registers, where the kernel's code for size calls `memcpy` for a
+    /// 64-byte copy (about 70 instructions).
+    pub(crate) fn read_64(&self, offset: usize) -> Result<[u8; 64]> {
+        let end = offset.checked_add(64).ok_or(EINVAL)?;
         if end > self.0.len {
             return Err(EINVAL);
         }
-        self.sync_range_for_cpu(offset, out.len());
-        // SAFETY: `offset..end` lies inside the allocation (checked above); the target is
-        // a distinct Rust slice.
+        self.sync_range_for_cpu(offset, 64);
+        let mut out = [0u8; 64];
+        // SAFETY: `offset..end` lies inside the allocation (checked above), aligned for the
+        // words where they are read as words; the target is a local array.
         unsafe {
-            core::ptr::copy_nonoverlapping(self.0.cpu.add(offset), out.as_mut_ptr(), out.len())
-        };
-        Ok(())
+            let from = self.0.cpu.add(offset);
+            if from as usize % 8 == 0 {
+                let words = from.cast::<[u64; 8]>().read_volatile();
+                let (to, _) = out.as_chunks_mut::<8>();
+                // (indexed: an iterator over the array is an out-of-line loop at -Os)
+                #[allow(clippy::needless_range_loop)]
+                for i in 0..8 {
+                    to[i] = words[i].to_ne_bytes();
+                }
+            } else {
+                core::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), 64);
+            }
+        }
+        Ok(out)
     }
 
     /// Compares `len` bytes at `offset` with those of `other` at the same offset; returns
