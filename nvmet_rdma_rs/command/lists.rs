@@ -90,7 +90,11 @@ impl SlotLists {
         let mut free = self.free.lock();
         let rsp = free.pop();
         let in_use = slots - free.len() as u32;
-        queue.stats().rsp_peak.fetch_max(in_use, Relaxed);
+        // (a load first: the peak rarely moves, and a `fetch_max` is a locked loop)
+        let peak = &queue.stats().rsp_peak;
+        if in_use > peak.load(Relaxed) {
+            peak.fetch_max(in_use, Relaxed);
+        }
         rsp
     }
 
