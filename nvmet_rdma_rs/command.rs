@@ -398,7 +398,13 @@ impl Io {
     ) {
         let rsp = &self.rsps[rsp_index as usize];
         let offset = cmd_index as usize * COMMAND_SIZE;
+        // (The receive completed and is not posted again before the command is done with
+        // it: the device does not write the capsule while it is read.)
         let Ok(command) = self.recv.capsules().read_64(offset) else {
+            pr_err!("receive slot {cmd_index} lies outside its buffer; ending the queue\n");
+            self.give_back_shared(cmd_index);
+            queue.lists().free_slot(queue, rsp.index);
+            queue.close(c"receive slot outside its buffer");
             return;
         };
         // (The slot came off the free list, so it is free.)

@@ -32,8 +32,9 @@ struct Mapping {
 // SAFETY: the raw pointers are a kernel allocation owned by the mapping and a device
 // reference; both may be used from any thread.
 unsafe impl Send for Mapping {}
-// SAFETY: shared access goes through `copy_in`/`copy_out`, which copy through raw
-// pointers; concurrent device writes are the documented DMA contract.
+// SAFETY: shared access goes through `copy_in`/`copy_out`/`read_64` and the other
+// methods that copy through raw pointers, never through references; concurrent device
+// writes are the documented DMA contract.
 unsafe impl Sync for Mapping {}
 
 impl DmaBuf {
@@ -183,23 +184,21 @@ impl DmaBuf {
             return Err(EINVAL);
         }
         self.sync_range_for_cpu(offset, 64);
-        let mut out = [0u8; 64];
         // SAFETY: `offset..end` lies inside the allocation (checked above), aligned for the
-        // words where they are read as words; the target is a local array.
-        unsafe {
+        // words where it is read as words; the target is a local array. Raw reads, no
+        // reference: a device writing the range meanwhile (its user posted a receive
+        // there, which the caller rules out) could tear the bytes, never make them invalid
+        // integers. The words' native bytes are the memory's bytes, in order.
+        let out = unsafe {
             let from = self.0.cpu.add(offset);
-            if from as usize % 8 == 0 {
-                let words = from.cast::<[u64; 8]>().read_volatile();
-                let (to, _) = out.as_chunks_mut::<8>();
-                // (indexed: an iterator over the array is an out-of-line loop at -Os)
-                #[allow(clippy::needless_range_loop)]
-                for i in 0..8 {
-                    to[i] = words[i].to_ne_bytes();
-                }
+            if from.cast::<u64>().is_aligned() {
+                core::mem::transmute::<[u64; 8], [u8; 64]>(from.cast::<[u64; 8]>().read_volatile())
             } else {
+                let mut out = [0u8; 64];
                 core::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), 64);
+                out
             }
-        }
+        };
         Ok(out)
     }
 

@@ -88,8 +88,9 @@ fn from_err_ptr<T>(ptr: *mut T) -> Result<NonNull<T>> {
     NonNull::new(ptr).ok_or(ENOMEM)
 }
 
-/// A C call's return value (0 or a negative errno) as a `Result`: the kernel crate's
-/// `to_result`, inline (that one is an out-of-line call here, on every post).
+/// A C call's return value as a `Result`: 0 is `Ok`, anything else an error, as C's
+/// `if (ret)` reads it (the kernel crate's `to_result` also takes positive values as
+/// `Ok`, and is an out-of-line call here, on every post).
 #[inline]
 pub(crate) fn to_result(ret: core::ffi::c_int) -> Result {
     if ret == 0 {

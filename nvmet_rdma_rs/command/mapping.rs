@@ -180,6 +180,10 @@ fn keep_data(state: &mut RspState, data: DataSgls) {
 /// still run).
 pub(super) fn free_data(state: &mut RspState, end: TransferEnd<'_>) {
     let mapped = destroy_rw(state, end);
+    if mapped.is_some() && state.data.is_some() {
+        // (not expected: a command maps its buffers once)
+        pr_warn!("a command held two sets of data buffers; freeing both\n");
+    }
     for data in [mapped, state.data.take()].into_iter().flatten() {
         state.req.free_sgls(data);
     }
