@@ -184,7 +184,11 @@ pub(super) fn free_data(state: &mut RspState, end: TransferEnd<'_>) {
         // (not expected: a command maps its buffers once)
         pr_warn!("a command held two sets of data buffers; freeing both\n");
     }
-    for data in [mapped, state.data.take()].into_iter().flatten() {
+    // (one by one: an iterator over the two is an out-of-line loop at -Os)
+    if let Some(data) = mapped {
+        state.req.free_sgls(data);
+    }
+    if let Some(data) = state.data.take() {
         state.req.free_sgls(data);
     }
 }
