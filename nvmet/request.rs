@@ -62,8 +62,6 @@ pub(crate) struct Request {
     queue: AtomicPtr<()>,
     /// The list the request's in-capsule data is described by ([`Request::use_in_capsule`]).
     in_capsule: PageSgl<IN_CAPSULE_PAGES>,
-    /// The buffer `in_capsule` points into, held until the next start.
-    lent: Option<DmaBuf>,
     /// The buffer the request's completion is written to ([`Request::set_response`]),
     /// held as long as the request points into it (with its device, which a PCI
     /// peer-to-peer client names).
@@ -82,7 +80,6 @@ impl Request {
             owned: false,
             queue: AtomicPtr::new(ptr::null_mut()),
             in_capsule: PageSgl::new(),
-            lent: None,
             response: None,
         }
     }
@@ -183,8 +180,6 @@ impl Request {
             return Err(owner);
         };
         let request = owner.request();
-        // (The last command's in-capsule data, if any, is not used any more.)
-        request.lent = None;
         let fields = request.fields_mut();
         fields.cmd = cmd.cast();
         fields.port = sq.port();

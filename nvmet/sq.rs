@@ -204,6 +204,12 @@ impl SqCq {
         ptr::eq(&**kept, &*queue).then_some(at.cast_const().cast())
     }
 
+    /// Whether `at` is where the pair keeps its queue: what a request started on the
+    /// pair's sq names as its queue ([`super::Request::init`]). False for null.
+    pub(super) fn keeps_at(&self, at: *mut ()) -> bool {
+        !at.is_null() && self.kept_at.load(Acquire) == at
+    }
+
     /// The submission queue, for the core's calls.
     pub(super) fn sq(&self) -> *mut bindings::nvmet_sq {
         self.sq.get()

@@ -25,6 +25,9 @@ struct Mapping {
     cpu: *mut u8,
     dma: u64,
     len: usize,
+    /// Whether the device's DMA needs syncs: not for a software device whose "DMA" is
+    /// the CPU's own copy (`ib_uses_virt_dma`, rxe and siw), as the C inlines decide.
+    synced: bool,
     /// The mapping's reference on its device, put once the buffer is unmapped.
     device: DeviceRef,
 }
@@ -71,13 +74,17 @@ impl DmaBuf {
         let cpu = unsafe { start.add(pad) };
         // The mapping's reference on the device (put after it is unmapped, or on failure).
         let device_ref = device.try_hold().ok_or(ENODEV)?;
-        // SAFETY: `cpu` is `len` bytes of kmalloc memory, which the DMA API may map.
-        let dma = unsafe {
-            bindings::rdma_rs_ib_dma_map_single(
-                device.as_raw(),
-                cpu.cast(),
-                len,
-                DataDirection::Bidirectional.into(),
+        // SAFETY: `cpu` is `len` bytes of kmalloc memory, which the DMA API may map; the
+        // device is live (held above).
+        let (dma, virt) = unsafe {
+            (
+                bindings::rdma_rs_ib_dma_map_single(
+                    device.as_raw(),
+                    cpu.cast(),
+                    len,
+                    DataDirection::Bidirectional.into(),
+                ),
+                bindings::rdma_rs_ib_uses_virt_dma(device.as_raw()),
             )
         };
         // SAFETY: `dma` was just returned by the map call on this device.
@@ -90,6 +97,7 @@ impl DmaBuf {
             cpu,
             dma,
             len,
+            synced: !virt,
             device: device_ref,
         };
         // On failure the mapping is dropped: unmapped, and its reference put.
@@ -261,6 +269,10 @@ impl DmaBuf {
     }
 
     fn sync_range(&self, offset: usize, len: usize, for_device: bool) {
+        // (decided here rather than in the C helper: no call per command on rxe or siw)
+        if !self.0.synced {
+            return;
+        }
         if offset.checked_add(len).is_none_or(|end| end > self.0.len) || len == 0 {
             return;
         }

@@ -105,9 +105,19 @@ struct workqueue_struct *rdma_rs_alloc_workqueue(const char *name)
 	return alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_UNBOUND, 0, name);
 }
 
-void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len)
+/* Points a list entry at a buffer and marks it the list's last entry, or not. */
+void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len, bool last)
 {
 	sg_set_buf(sg, buf, len);
+	if (last)
+		sg_mark_end(sg);
+	else
+		sg_unmark_end(sg);
+}
+
+bool rdma_rs_ib_uses_virt_dma(struct ib_device *dev)
+{
+	return ib_uses_virt_dma(dev);
 }
 
 bool rdma_rs_ib_device_try_get(struct ib_device *device)

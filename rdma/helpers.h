@@ -38,7 +38,8 @@ bool rdma_rs_percpu_ref_tryget_live(struct percpu_ref *ref);
 void rdma_rs_percpu_ref_put(struct percpu_ref *ref);
 void rdma_rs_sg_set_dma(struct scatterlist *sg, u64 dma_addr, unsigned int len);
 bool rdma_rs_ib_device_try_get(struct ib_device *device);
-void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len);
+void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int len, bool last);
+bool rdma_rs_ib_uses_virt_dma(struct ib_device *dev);
 bool rdma_rs_ib_dma_pci_p2p_dma_supported(struct ib_device *dev);
 const struct blk_integrity *rdma_rs_bdev_get_integrity(struct block_device *bdev);
 

@@ -12,6 +12,11 @@ use super::{bindings, rw::SgLists, DmaBuf};
 use kernel::{page::PAGE_SIZE, prelude::*, types::Opaque};
 
 /// A scatterlist of at most `N` entries, one per page of the bytes it describes.
+///
+/// # Invariants
+///
+/// No entry is a chain link: each is zeroed or was pointed at a page by `fill`, so that
+/// `fill` may point and mark entries without initialising the table again.
 #[repr(transparent)]
 pub(crate) struct PageSgl<const N: usize>(Opaque<[bindings::scatterlist; N]>);
 
@@ -24,6 +29,7 @@ unsafe impl<const N: usize> Sync for PageSgl<N> {}
 impl<const N: usize> PageSgl<N> {
     /// A list describing nothing.
     pub(crate) fn new() -> Self {
+        // INVARIANT: zeroed entries.
         Self(Opaque::zeroed())
     }
 
@@ -55,17 +61,21 @@ impl<const N: usize> PageSgl<N> {
             return Err(EINVAL);
         }
         let sg = self.0.get().cast::<bindings::scatterlist>();
-        // SAFETY: the list is the caller's alone (function's safety section) and has room
-        // for `count <= N` entries.
-        unsafe { bindings::sg_init_table(sg, count as u32) };
+        // No `sg_init_table` per use (no entry is a chain link: type invariant). Each of the
+        // first `count` entries is pointed and marked last or not; those after the new
+        // last one are never walked.
+        // INVARIANT: entries pointed at pages, none a chain link.
         let mut left = len;
         for i in 0..count {
             let start = if i == 0 { page_offset } else { 0 };
             let chunk = left.min(PAGE_SIZE - start);
             let cpu = buf.cpu_ptr((first_page + i) * PAGE_SIZE + start)?;
-            // SAFETY: entry `i < count` of the list, as above; `cpu` and the `chunk` bytes
-            // after it lie in `buf` (checked: `end <= buf.len()`) and in one page.
-            unsafe { bindings::rdma_rs_sg_set_buf(sg.add(i), cpu.cast(), chunk as u32) };
+            // SAFETY: the list is the caller's alone (function's safety section) and entry
+            // `i < count <= N` is in it; `cpu` and the `chunk` bytes after it lie in `buf`
+            // (checked: `end <= buf.len()`) and in one page.
+            unsafe {
+                bindings::rdma_rs_sg_set_buf(sg.add(i), cpu.cast(), chunk as u32, i + 1 == count)
+            };
             left -= chunk;
         }
         Ok((sg, count as u32))
@@ -102,7 +112,7 @@ impl BufSgl {
         // and offset even across pages (one contiguous allocation).
         unsafe {
             bindings::sg_init_table(sg.get(), 1);
-            bindings::rdma_rs_sg_set_buf(sg.get(), cpu.cast(), len);
+            bindings::rdma_rs_sg_set_buf(sg.get(), cpu.cast(), len, true);
         }
         // INVARIANT: initialised over the checked range; `buf` is held with it.
         Ok(Self {

@@ -3,28 +3,37 @@
 //! A request's data: the in-capsule data it is pointed at, and the data buffers the core
 //! allocates for a keyed transfer ([`DataSgls`]), which an `rdma_rw` context maps.
 
-use super::{bindings, Request};
+use super::{bindings, HasSqCq, Request};
 use crate::rdma::{rw::SgLists, DmaBuf};
-use core::ptr::NonNull;
-use kernel::prelude::*;
+use core::{ptr::NonNull, sync::atomic::Ordering::Relaxed};
+use kernel::{prelude::*, sync::ArcBorrow};
 
 impl Request {
-    /// Points the started request at the `len` bytes at `offset` of `buf` (the data that
-    /// came in the command's capsule), which the request holds until its next start.
-    /// `EINVAL` if the request is not started (or handed over), holds data already, or the
-    /// bytes are not in the buffer or span more than [`IN_CAPSULE_PAGES`] pages.
-    pub(crate) fn use_in_capsule(&mut self, buf: &DmaBuf, offset: usize, len: usize) -> Result {
-        if !self.owned || !self.fields().sg.is_null() {
+    /// Points the started request at the `len` bytes at `offset` of the buffer `place`
+    /// finds in `queue` (the data that came in the command's capsule). `EINVAL` if the
+    /// request is not started (or handed over) on `queue`, holds data already, `place`
+    /// finds no buffer, or the bytes are not in the buffer or span more than
+    /// [`IN_CAPSULE_PAGES`] pages.
+    ///
+    /// The request holds nothing for the buffer: the buffer lives in the queue, which the
+    /// queue's sq keeps until the request ended ([`super::super::SqCq::keep`]), as for the
+    /// command itself ([`Request::init`]).
+    pub(crate) fn use_in_capsule<Q: HasSqCq>(
+        &mut self,
+        queue: ArcBorrow<'_, Q>,
+        place: impl for<'x> FnOnce(&'x Q) -> Option<&'x DmaBuf>,
+        offset: usize,
+        len: usize,
+    ) -> Result {
+        let started_on = self.queue.load(Relaxed);
+        if !self.owned || !queue.sq_cq().keeps_at(started_on) || !self.fields().sg.is_null() {
             return Err(EINVAL);
         }
-        let buf = buf.clone();
+        let buf = place(&queue).ok_or(EINVAL)?;
         // SAFETY: the list is the request's own, and nobody else uses it: the core used
         // it only for an earlier command, which it ended before this one started (the
         // request is started and not handed over, so the core does not have it now).
-        let (sg, count) = unsafe { self.in_capsule.fill(&buf, offset, len)? };
-        // The list points into `buf`'s memory: held with the request until it starts
-        // again, after the core ended this command.
-        self.lent = Some(buf);
+        let (sg, count) = unsafe { self.in_capsule.fill(buf, offset, len)? };
         let fields = self.fields_mut();
         fields.sg = sg;
         fields.sg_cnt = count as i32;

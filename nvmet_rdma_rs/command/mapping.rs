@@ -42,14 +42,21 @@ impl Io {
             status: status::SGL_INVALID_OFFSET | status::DNR,
             error_loc: 24,
         };
-        let data = self.recv.inline_data(state.cmd).ok_or(bad_offset)?;
+        let cmd = state.cmd;
+        let data = self.recv.inline_data(cmd).ok_or(bad_offset)?;
         let (offset, len) = (offset as usize, len as usize);
         data.sync_range_for_cpu(offset, len);
         state.data_taken = true;
-        // (The data lies within the in-capsule size, checked: at most `IN_CAPSULE_PAGES`.)
+        // (The data lies within the in-capsule size, checked: at most `IN_CAPSULE_PAGES`.
+        // The buffer is found again in the queue, where the request may rely on it.)
         state
             .req
-            .use_in_capsule(data, offset, len)
+            .use_in_capsule(
+                queue,
+                |queue| queue.io()?.recv.inline_data(cmd),
+                offset,
+                len,
+            )
             .map_err(|_| bad_offset)?;
         state.in_capsule = true;
         queue.stats().in_capsule.fetch_add(1, Relaxed);
@@ -150,6 +157,7 @@ impl Io {
 /// Destroys the command's `rdma_rw` context once `end` shows its transfer done, and gives
 /// back the data it mapped, if any. A posted transfer `end` does not show done stays
 /// mapped, with its data, until the queue's release destroys it after the drain.
+#[inline]
 fn destroy_rw(state: &mut RspState, end: TransferEnd<'_>) -> Option<DataSgls> {
     state.n_rdma = 0;
     state.rw.as_mut().destroy(end).unwrap_or_else(|_| {

@@ -201,6 +201,10 @@ nvmet_io_test() {
 	nvmet_namespace "$NQN" 1 /dev/nullb0
 	nvmet_namespace "$NQN" 2 /tmp/ns2.img
 	nvmet_port 1 ipv4 "$ip" 4420
+	# Up to four pages of data in the capsule (the most either transport takes): 8 and
+	# 16 KiB writes come in-capsule, over as many pages, on the same receive slots as
+	# the smaller ones.
+	echo 16384 >"$NVMET/ports/1/param_inline_data_size"
 	nvmet_link 1 "$NQN"
 	assert_dmesg "$prefix: enabling port 1 \($ip:4420\)"
 
@@ -258,6 +262,15 @@ nvmet_io_test() {
 	fio_verify "$dev" mixed --rw=randwrite --bssplit=512/20:4k/30:64k/30:1m/20 --iodepth=32 --size=8M --offset=16M
 	fio_verify "$dev" qd1 --rw=randwrite --bs=8k --iodepth=1 --size=512K --offset=32M
 	fio_verify "$dev" qd128 --rw=randwrite --bs=16k --iodepth=128 --size=4M --offset=40M
+	local in_capsule_before=0
+	[ "$transport" = nvmet_rdma_rs ] && in_capsule_before=$(queue_counter_sum in_capsule)
+	fio_verify "$dev" pages --rw=randwrite --bssplit=4k/25:8k/25:12k/25:16k/25 --iodepth=16 --size=2M --offset=56M
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		# fio_verify writes the 2 MiB once: at least 2M/16k commands, all in-capsule.
+		local in_capsule=$(($(queue_counter_sum in_capsule) - in_capsule_before))
+		echo "in-capsule writes of 4 to 16 KiB: $in_capsule"
+		[ "$in_capsule" -ge 128 ] || fail "only $in_capsule in-capsule commands for 2 MiB of writes up to 16 KiB"
+	fi
 	fio_verify "$dev" seqread --rw=write --bs=1m --iodepth=8 --size=4M --offset=48M
 	fio_verify_only "$dev" seqread --rw=read --bs=1m --iodepth=8 --size=4M --offset=48M
 
@@ -322,6 +335,11 @@ nvmet_io_test() {
 }
 
 # assert_queues_clean: no queue of nvmet_rdma_rs counted an error.
+# queue_counter_sum NAME: the sum of counter NAME over the live queues of nvmet_rdma_rs.
+queue_counter_sum() {
+	grep -o " $1 [0-9]*" /sys/kernel/debug/nvmet_rdma_rs/queues | awk '{n += $2} END {print n + 0}'
+}
+
 assert_queues_clean() {
 	local queues=/sys/kernel/debug/nvmet_rdma_rs/queues
 	if grep -v ' errors 0$' "$queues" | grep -q qid; then
