@@ -35,7 +35,8 @@ use kernel::{
 /// destroyed: it outlives every request started on the sq, which name it.
 ///
 /// `kept_at` is null, or points to the `Arc` in the box `kept` holds: an `Arc<Q>` of the
-/// queue that embeds this pair, `Q` being the type `queue_type` names. Once set, it stays
+/// queue that embeds this pair, `Q` being the type `queue_type` names, at the address
+/// `kept_queue` holds (null with `kept_at`). Once set, it stays
 /// until `destroy` takes the box, after `nvmet_sq_destroy` returned: so every request
 /// started on the sq finds its queue alive until it ended. Nothing is kept once the sq
 /// was destroyed. While a queue is kept, the queue and the pair hold each other: the
@@ -63,6 +64,8 @@ pub(crate) struct SqCq {
     kept: Mutex<Option<KBox<dyn Send + Sync>>>,
     /// Where `kept`'s `Arc` is once set: null until then (see the invariants).
     kept_at: AtomicPtr<()>,
+    /// The address of the queue `kept_at`'s `Arc` points to, set and cleared with it.
+    kept_queue: AtomicPtr<()>,
 }
 
 /// The queue a pair kept, given back by [`SqCq::destroy`] to be dropped once the pair is
@@ -100,6 +103,7 @@ impl SqCq {
             queue_type: TypeId::of::<Q>(),
             kept <- new_mutex!(None),
             kept_at: AtomicPtr::new(ptr::null_mut()),
+            kept_queue: AtomicPtr::new(ptr::null_mut()),
             sq: Opaque::zeroed(),
             cq <- Opaque::ffi_init(|cq: *mut bindings::nvmet_cq| {
                 // SAFETY: `cq` is pinned memory of this value, uninitialised: zero it (the
@@ -178,7 +182,10 @@ impl SqCq {
             let at = ptr::from_ref(&*held).cast::<()>().cast_mut();
             *kept = Some(held);
             // INVARIANT: points to the `Arc<Q>` (`Q` as `queue_type` says) of the queue
-            // that embeds the pair, in the box `kept` holds now, until `destroy`.
+            // that embeds the pair, in the box `kept` holds now, until `destroy`; that
+            // queue is at `kept_queue`.
+            self.kept_queue
+                .store(ptr::from_ref(&*queue).cast::<()>().cast_mut(), Release);
             self.kept_at.store(at, Release);
         }
         Ok(())
@@ -204,10 +211,15 @@ impl SqCq {
         ptr::eq(&**kept, &*queue).then_some(at.cast_const().cast())
     }
 
-    /// Whether `at` is where the pair keeps its queue: what a request started on the
-    /// pair's sq names as its queue ([`super::Request::init`]). False for null.
-    pub(super) fn keeps_at(&self, at: *mut ()) -> bool {
-        !at.is_null() && self.kept_at.load(Acquire) == at
+    /// Whether the pair keeps `queue` at `at`: whether a request that names `at` as its
+    /// queue ([`super::Request::init`]) was started on this pair's sq, and `queue` is the
+    /// queue it keeps (the same object, not only one whose [`HasSqCq`] leads here). False
+    /// for null. (Only compared: the pointers are not followed.)
+    pub(super) fn keeps<Q: HasSqCq + 'static>(&self, at: *mut (), queue: &Q) -> bool {
+        !at.is_null()
+            && self.queue_type == TypeId::of::<Q>()
+            && self.kept_at.load(Acquire) == at
+            && self.kept_queue.load(Acquire) == ptr::from_ref(queue).cast::<()>().cast_mut()
     }
 
     /// The submission queue, for the core's calls.
@@ -266,6 +278,7 @@ impl SqCq {
         // INVARIANT: cleared before the box goes, once no request can use it.
         let mut kept = self.kept.lock();
         self.kept_at.store(ptr::null_mut(), Release);
+        self.kept_queue.store(ptr::null_mut(), Release);
         KeptQueue {
             _queue: kept.take(),
         }

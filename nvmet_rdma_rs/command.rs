@@ -70,7 +70,7 @@ pub(crate) use stats::QueueStats;
 ///
 /// The queue embeds the [`SlotLists`] and [`QueueStats`] and holds the [`Io`]; the data
 /// path reaches them through this trait, so that it does not depend on the queue's type.
-pub(crate) trait Connection: HasSqCq + Sync + Sized {
+pub(crate) trait Connection: HasSqCq + Sync + Sized + 'static {
     /// The nvmet transport whose queue this is.
     type Transport: Transport<Queue = Self, Request = RspSlot>;
     /// The queue's buffers and slots, once set up.

@@ -2,7 +2,8 @@
 
 //! Completion dispatch: the completion handlers of a queue's slots, which the RDMA layer
 //! gives the queue a work completion belongs to (the handler of the `CmId<Queue>` whose QP
-//! it completed on, `Cqe::on_qp`), run the data path's step for it.
+//! it completed on, `Cqe::on_qp`), run the data path's step for it. (Inline: each is
+//! the one thing its completion callback calls.)
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,7 @@ use kernel::sync::ArcBorrow;
 impl QpCqeHandler for CmdSlot {
     type Connection = Queue;
 
+    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::recv_done(queue, self.index, wc);
     }
@@ -23,6 +25,7 @@ impl QpCqeHandler for CmdSlot {
 impl QpCqeHandler<SEND> for RspSlot {
     type Connection = Queue;
 
+    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::send_done(queue, self, wc);
     }
@@ -31,6 +34,7 @@ impl QpCqeHandler<SEND> for RspSlot {
 impl QpCqeHandler<READ> for RspSlot {
     type Connection = Queue;
 
+    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::read_done(queue, self, wc);
     }
@@ -39,6 +43,7 @@ impl QpCqeHandler<READ> for RspSlot {
 impl QpCqeHandler<WRITE> for RspSlot {
     type Connection = Queue;
 
+    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::write_done(queue, self, wc);
     }

@@ -259,20 +259,23 @@ impl DmaBuf {
     }
 
     /// Takes `len` bytes at `offset` back from the device before the CPU reads them.
+    #[inline]
     pub(crate) fn sync_range_for_cpu(&self, offset: usize, len: usize) {
-        self.sync_range(offset, len, false);
+        // (decided here rather than in the C helper: no call per command on rxe or siw)
+        if self.0.synced {
+            self.sync_range(offset, len, false);
+        }
     }
 
     /// Hands `len` bytes at `offset` to the device after the CPU wrote them.
+    #[inline]
     pub(crate) fn sync_range_for_device(&self, offset: usize, len: usize) {
-        self.sync_range(offset, len, true);
+        if self.0.synced {
+            self.sync_range(offset, len, true);
+        }
     }
 
     fn sync_range(&self, offset: usize, len: usize, for_device: bool) {
-        // (decided here rather than in the C helper: no call per command on rxe or siw)
-        if !self.0.synced {
-            return;
-        }
         if offset.checked_add(len).is_none_or(|end| end > self.0.len) || len == 0 {
             return;
         }
@@ -293,11 +296,11 @@ impl DmaBuf {
     }
 
     fn sync_for_cpu(&self) {
-        self.sync_range(0, self.0.len, false);
+        self.sync_range_for_cpu(0, self.0.len);
     }
 
     fn sync_for_device(&self) {
-        self.sync_range(0, self.0.len, true);
+        self.sync_range_for_device(0, self.0.len);
     }
 }
 

@@ -11,14 +11,15 @@ use kernel::{prelude::*, sync::ArcBorrow};
 impl Request {
     /// Points the started request at the `len` bytes at `offset` of the buffer `place`
     /// finds in `queue` (the data that came in the command's capsule). `EINVAL` if the
-    /// request is not started (or handed over) on `queue`, holds data already, `place`
-    /// finds no buffer, or the bytes are not in the buffer or span more than
-    /// [`IN_CAPSULE_PAGES`] pages.
+    /// request is not started (or handed over) on `queue` (the queue its sq keeps, that
+    /// very object: [`super::super::SqCq::keep`]), holds data already, `place` finds no
+    /// buffer, or the bytes are not in the buffer or span more than [`IN_CAPSULE_PAGES`]
+    /// pages.
     ///
     /// The request holds nothing for the buffer: the buffer lives in the queue, which the
     /// queue's sq keeps until the request ended ([`super::super::SqCq::keep`]), as for the
     /// command itself ([`Request::init`]).
-    pub(crate) fn use_in_capsule<Q: HasSqCq>(
+    pub(crate) fn use_in_capsule<Q: HasSqCq + 'static>(
         &mut self,
         queue: ArcBorrow<'_, Q>,
         place: impl for<'x> FnOnce(&'x Q) -> Option<&'x DmaBuf>,
@@ -26,7 +27,7 @@ impl Request {
         len: usize,
     ) -> Result {
         let started_on = self.queue.load(Relaxed);
-        if !self.owned || !queue.sq_cq().keeps_at(started_on) || !self.fields().sg.is_null() {
+        if !self.owned || !queue.sq_cq().keeps(started_on, &*queue) || !self.fields().sg.is_null() {
             return Err(EINVAL);
         }
         let buf = place(&queue).ok_or(EINVAL)?;

@@ -52,7 +52,16 @@ impl Io {
     }
 
     /// Starts waiting commands in order while the send queue has room.
+    #[inline]
     pub(super) fn run_waiting(&self, queue: ArcBorrow<'_, impl Connection>) {
+        // (the check inline, as every release makes it and almost never finds a waiter)
+        fence(SeqCst);
+        if self.waiters.load(Relaxed) != 0 {
+            self.run_waiting_slow(queue);
+        }
+    }
+
+    fn run_waiting_slow(&self, queue: ArcBorrow<'_, impl Connection>) {
         loop {
             // Pairs with itself: a completion that returned space (`release`) and one that
             // added a waiter (`wait_for_space`) both fence between their write and this

@@ -334,12 +334,12 @@ nvmet_io_test() {
 	echo "nvmet-io $transport over $provider${NVMET_MODULE_ARGS:+ ($NVMET_MODULE_ARGS)}: ok"
 }
 
-# assert_queues_clean: no queue of nvmet_rdma_rs counted an error.
 # queue_counter_sum NAME: the sum of counter NAME over the live queues of nvmet_rdma_rs.
 queue_counter_sum() {
 	grep -o " $1 [0-9]*" /sys/kernel/debug/nvmet_rdma_rs/queues | awk '{n += $2} END {print n + 0}'
 }
 
+# assert_queues_clean: no queue of nvmet_rdma_rs counted an error.
 assert_queues_clean() {
 	local queues=/sys/kernel/debug/nvmet_rdma_rs/queues
 	if grep -v ' errors 0$' "$queues" | grep -q qid; then
