@@ -2,8 +2,10 @@
 
 //! Completion dispatch: the completion handlers of a queue's slots, which the RDMA layer
 //! gives the queue a work completion belongs to (the handler of the `CmId<Queue>` whose QP
-//! it completed on, `Cqe::on_qp`), run the data path's step for it. (Inline: each is
-//! the one thing its completion callback calls.)
+//! it completed on, `Cqe::on_qp`), run the data path's step for it. (Not `#[inline]`:
+//! inlined into the trampolines, they made the compiler take a command's start, its
+//! command read and its in-capsule list out of `handle_command`, for about 200 more
+//! instructions per I/O: Documentation/bench.md, "The eighth step".)
 
 #![forbid(unsafe_code)]
 
@@ -16,7 +18,6 @@ use kernel::sync::ArcBorrow;
 impl QpCqeHandler for CmdSlot {
     type Connection = Queue;
 
-    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::recv_done(queue, self.index, wc);
     }
@@ -25,7 +26,6 @@ impl QpCqeHandler for CmdSlot {
 impl QpCqeHandler<SEND> for RspSlot {
     type Connection = Queue;
 
-    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::send_done(queue, self, wc);
     }
@@ -34,7 +34,6 @@ impl QpCqeHandler<SEND> for RspSlot {
 impl QpCqeHandler<READ> for RspSlot {
     type Connection = Queue;
 
-    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::read_done(queue, self, wc);
     }
@@ -43,7 +42,6 @@ impl QpCqeHandler<READ> for RspSlot {
 impl QpCqeHandler<WRITE> for RspSlot {
     type Connection = Queue;
 
-    #[inline]
     fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
         command::write_done(queue, self, wc);
     }
