@@ -3,8 +3,9 @@
 //! KUnit suites of the RDMA layer's logic that needs no device: socket addresses (parsed,
 //! printed, classified), completion dispatch (an `ib_cqe`'s `done` reaching the handler
 //! of the object that embeds it, with what the work completion reports) and slot
-//! hand-offs (one owner at a time, resumed only by the event it was handed off to) and
-//! values published once ([`crate::rdma::PublishOnce`]).
+//! hand-offs (one owner at a time, resumed only by the event it was handed off to),
+//! values published once ([`crate::rdma::PublishOnce`]) and page lists pointed again
+//! without being initialised again ([`crate::rdma::sgl::PageSgl`]).
 //!
 //! The layer is compiled into each module of the project; its suites are compiled into
 //! `nvmet_rdma_rs` only (`#[path]`-included from its crate root), so that each runs once
@@ -326,5 +327,125 @@ mod publish_once {
         // Dropping the cell drops the value it holds.
         drop(cell);
         assert_eq!(drops.load(Relaxed), 2);
+    }
+}
+
+#[kunit_tests(rdma_rs_page_sgl)]
+mod page_sgl {
+    use crate::rdma::{
+        bindings,
+        sgl::{PageMemory, PageSgl},
+    };
+    use kernel::{page::PAGE_SIZE, prelude::*};
+
+    /// Four pages of kmalloc'd memory (16 KiB: kmalloc aligns power-of-two sizes
+    /// naturally, so it starts on a page).
+    struct Pages(KVec<u8>);
+
+    // SAFETY: a `KVec`'s buffer is one kmalloc'd allocation of (at least) its length,
+    // never grown here, held while the vector lives.
+    unsafe impl PageMemory for Pages {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        fn cpu_ptr(&self, offset: usize) -> Result<*mut u8> {
+            if offset >= self.0.len() {
+                return Err(EINVAL);
+            }
+            Ok(self.0.as_ptr().wrapping_add(offset).cast_mut())
+        }
+    }
+
+    fn pages() -> Result<Pages> {
+        Ok(Pages(KVec::from_elem(0u8, 4 * PAGE_SIZE, GFP_KERNEL)?))
+    }
+
+    /// An entry as walked: its page's index in `Pages` (`None` for another page), its
+    /// offset in the page and its length.
+    type Entry = (Option<usize>, u32, u32);
+
+    /// `SG_END` of `include/linux/scatterlist.h`: the entry is the list's last.
+    const SG_END: usize = 0x2;
+
+    /// Points `sgl` at `len` bytes at `offset` of `pages`, then walks the list as
+    /// `sg_next` does (entry after entry until one is marked last, at most `N`): the
+    /// count `fill` returned, and each entry walked.
+    fn walk<const N: usize>(
+        sgl: &PageSgl<N>,
+        pages: &Pages,
+        offset: usize,
+        len: usize,
+    ) -> Result<(u32, KVec<Entry>)> {
+        let mut walked = KVec::new();
+        // SAFETY: the list is this test's alone; `fill` wrote its first `count <= N`
+        // entries, and the walk reads at most the `N` entries of the list. `scratch` is
+        // a copy of an entry in this frame, pointed at bytes of `pages` (kmalloc'd) only
+        // to learn their page.
+        unsafe {
+            let (sg, count) = sgl.fill(pages, offset, len)?;
+            for i in 0..N {
+                let entry = &*sg.add(i);
+                let mut scratch = *entry;
+                let page = (0..4).find(|&k| {
+                    let byte = pages.0.as_ptr().wrapping_add(k * PAGE_SIZE);
+                    bindings::rdma_rs_sg_set_buf(&mut scratch, byte.cast(), 1, true);
+                    scratch.page_link & !0x3 == entry.page_link & !0x3
+                });
+                walked.push((page, entry.offset, entry.length), GFP_KERNEL)?;
+                if entry.page_link & SG_END != 0 {
+                    break;
+                }
+            }
+            Ok((count, walked))
+        }
+    }
+
+    #[test]
+    fn pointed_and_marked_on_reuse() -> Result {
+        let pages = pages()?;
+        let sgl = PageSgl::<4>::new();
+        let page = PAGE_SIZE as u32;
+        // Three pages, then one: the first entry is the last now.
+        let (count, walked) = walk(&sgl, &pages, 0, 2 * PAGE_SIZE + 100)?;
+        assert_eq!(count, 3);
+        assert_eq!(
+            &walked[..],
+            &[(Some(0), 0, page), (Some(1), 0, page), (Some(2), 0, 100)]
+        );
+        let (count, walked) = walk(&sgl, &pages, 0, 512)?;
+        assert_eq!(count, 1);
+        assert_eq!(&walked[..], &[(Some(0), 0, 512)]);
+        // A start inside a page, across the next: two entries, the mark moved on.
+        let (count, walked) = walk(&sgl, &pages, PAGE_SIZE + 100, PAGE_SIZE)?;
+        assert_eq!(count, 2);
+        assert_eq!(
+            &walked[..],
+            &[(Some(1), 100, page - 100), (Some(2), 0, 100)]
+        );
+        // All four pages: no entry left marked from before.
+        let (count, walked) = walk(&sgl, &pages, 0, 4 * PAGE_SIZE)?;
+        assert_eq!(count, 4);
+        assert_eq!(walked.len(), 4);
+        assert_eq!(walked[3], (Some(3), 0, page));
+        Ok(())
+    }
+
+    #[test]
+    fn refused() -> Result {
+        let pages = pages()?;
+        let sgl = PageSgl::<2>::new();
+        assert!(walk(&sgl, &pages, 0, 0).is_err());
+        assert!(walk(&sgl, &pages, 3 * PAGE_SIZE, PAGE_SIZE + 1).is_err());
+        // More pages than the list has entries.
+        assert!(walk(&sgl, &pages, 0, 2 * PAGE_SIZE + 1).is_err());
+        // Memory that does not start on a page.
+        let unaligned = Pages(KVec::from_elem(0u8, 64, GFP_KERNEL)?);
+        if unaligned.0.as_ptr().addr() % PAGE_SIZE != 0 {
+            assert!(walk(&sgl, &unaligned, 0, 16).is_err());
+        }
+        // Still usable after the refusals.
+        assert_eq!(walk(&sgl, &pages, 0, 16)?.0, 1);
+        Ok(())
     }
 }

@@ -11,6 +11,32 @@
 use super::{bindings, rw::SgLists, DmaBuf};
 use kernel::{page::PAGE_SIZE, prelude::*, types::Opaque};
 
+/// Memory a scatterlist may describe page by page: its bytes `0..len()` lie in the
+/// kernel's direct map (kmalloc'd: `virt_to_page` finds their pages), at `cpu_ptr`.
+///
+/// # Safety
+///
+/// `cpu_ptr(offset)` is the address of byte `offset` of such memory for every
+/// `offset < len()`, allocated while the value lives.
+pub(crate) unsafe trait PageMemory {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// The address of byte `offset`; `EINVAL` past the end.
+    fn cpu_ptr(&self, offset: usize) -> Result<*mut u8>;
+}
+
+// SAFETY: a `DmaBuf`'s memory is one kmalloc'd allocation of `len()` bytes (its type
+// invariant), at `cpu_ptr`, held while the buffer lives.
+unsafe impl PageMemory for DmaBuf {
+    fn len(&self) -> usize {
+        DmaBuf::len(self)
+    }
+
+    fn cpu_ptr(&self, offset: usize) -> Result<*mut u8> {
+        DmaBuf::cpu_ptr(self, offset)
+    }
+}
+
 /// A scatterlist of at most `N` entries, one per page of the bytes it describes.
 ///
 /// # Invariants
@@ -42,9 +68,9 @@ impl<const N: usize> PageSgl<N> {
     ///
     /// Nobody else uses the list (a request it was lent to has ended) until the caller is
     /// done with the result.
-    pub(crate) unsafe fn fill(
+    pub(crate) unsafe fn fill<M: PageMemory + ?Sized>(
         &self,
-        buf: &DmaBuf,
+        buf: &M,
         offset: usize,
         len: usize,
     ) -> Result<(*mut bindings::scatterlist, u32)> {
@@ -72,7 +98,8 @@ impl<const N: usize> PageSgl<N> {
             let cpu = buf.cpu_ptr((first_page + i) * PAGE_SIZE + start)?;
             // SAFETY: the list is the caller's alone (function's safety section) and entry
             // `i < count <= N` is in it; `cpu` and the `chunk` bytes after it lie in `buf`
-            // (checked: `end <= buf.len()`) and in one page.
+            // (checked: `end <= buf.len()`), direct-mapped memory (`PageMemory`), and in
+            // one page.
             unsafe {
                 bindings::rdma_rs_sg_set_buf(sg.add(i), cpu.cast(), chunk as u32, i + 1 == count)
             };
