@@ -609,8 +609,10 @@ removal_during_reconnect() {
 		--bs=4k --iodepth=8 --time_based --runtime=10 --output=/dev/null >/dev/null 2>&1 &
 	fio_pid=$!
 	# (fio takes seconds to start under TCG: the removal starts once its first reads are
-	# in flight, each for 8 s, so the queues' release waits for them several seconds)
-	wait_until 30 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -gt 0 ]"
+	# in flight, each for 8 s, so the queues' release waits for them several seconds.
+	# At least two: the host's own partition scan of the namespace reads one block at a
+	# time, and its read may be about to end; fio keeps eight in flight.)
+	wait_until 30 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -ge 2 ]"
 	t0=$SECONDS
 	rdma link delete "${provider}0" &
 	pid=$!
