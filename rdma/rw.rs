@@ -452,17 +452,10 @@ impl<S: SgLists> RwCtx<S> {
     /// are done; `Ok(None)` if nothing was mapped. `EBUSY`, with the transfer still
     /// mapped, if it was posted and `end` does not show that: not its completion, not a
     /// drain of its QP.
-    #[inline]
     pub(crate) fn destroy(self: Pin<&mut Self>, end: TransferEnd<'_>) -> Result<Option<S>> {
-        // (inline: most commands of a write-heavy load map nothing, their data came in the
-        // capsule)
         if self.mapping.is_none() {
             return Ok(None);
         }
-        self.destroy_mapped(end)
-    }
-
-    fn destroy_mapped(self: Pin<&mut Self>, end: TransferEnd<'_>) -> Result<Option<S>> {
         // (bound while mapped: type invariant)
         let qp = self
             .binding

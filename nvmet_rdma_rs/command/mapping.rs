@@ -157,7 +157,6 @@ impl Io {
 /// Destroys the command's `rdma_rw` context once `end` shows its transfer done, and gives
 /// back the data it mapped, if any. A posted transfer `end` does not show done stays
 /// mapped, with its data, until the queue's release destroys it after the drain.
-#[inline]
 fn destroy_rw(state: &mut RspState, end: TransferEnd<'_>) -> Option<DataSgls> {
     state.n_rdma = 0;
     state.rw.as_mut().destroy(end).unwrap_or_else(|_| {
