@@ -200,15 +200,9 @@ impl SqCq {
         entered: &SqEntered<'_>,
     ) -> Option<*const Arc<Q>> {
         let at = self.kept_at.load(Acquire);
-        if self.queue_type != TypeId::of::<Q>() || !entered.is_of(self) || at.is_null() {
-            return None;
-        }
-        // SAFETY: non-null, `at` points to an `Arc<Q>` that `kept` holds (type invariant;
-        // `Q` checked above), until `destroy` takes it after `nvmet_sq_destroy` waited for
-        // `entered`'s reference, which this borrow outlives.
-        let kept = unsafe { &*at.cast_const().cast::<Arc<Q>>() };
-        // (The queue that embeds the pair is the one kept: checked rather than assumed.)
-        ptr::eq(&**kept, &*queue).then_some(at.cast_const().cast())
+        // (The queue that embeds the pair is the one kept: checked rather than assumed.
+        // `kept_queue` was stored before `kept_at`, which the load above acquired.)
+        (entered.is_of(self) && self.keeps(at, &*queue)).then_some(at.cast_const().cast())
     }
 
     /// Whether the pair keeps `queue` at `at`: whether a request that names `at` as its
