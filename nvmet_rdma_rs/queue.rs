@@ -2,8 +2,8 @@
 
 //! A queue: one RDMA connection from a host, bound to one nvmet submission queue.
 //!
-//! The listener adopts a valid connect request and queues the setup (QP, buffers,
-//! receives, accept) on the transport's workqueue. Every teardown — the host
+//! The listener adopts a valid connect request and sets the queue up (QP, buffers,
+//! receives, accept) in its RDMA CM handler call, as the C transport does. Every teardown — the host
 //! disconnecting, a fatal error, `delete_ctrl`, the port going away, unload — marks the
 //! queue disconnecting and queues its release, which disconnects, waits for the nvmet
 //! core to finish the queue's requests, drains the QP and frees everything.
@@ -17,8 +17,8 @@ use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, OpsRef, SqCq};
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle, Stage},
-    rw, CmEvent, CmHandler, CmId, ConnectRequest, IdContext, Pd, PollContext, PublishOnce, QpCaps,
-    SocketAddr,
+    rw, CmEvent, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext, Pd, PollContext,
+    PublishOnce, QpCaps, SocketAddr,
 };
 use crate::target::{ListedQueue, NvmetRdma, Target};
 use crate::wire::ConnectData;
@@ -62,21 +62,19 @@ pub(crate) struct Queue {
     lists: SlotLists,
     stats: QueueStats,
     #[pin]
-    setup_work: Work<Queue, 1>,
-    #[pin]
-    release_work: Work<Queue, 2>,
+    release_work: Work<Queue>,
 }
 
 impl_has_work! {
-    impl HasWork<Self, 1> for Queue { self.setup_work }
-    impl HasWork<Self, 2> for Queue { self.release_work }
+    impl HasWork<Self> for Queue { self.release_work }
 }
 
 impl_has_sq_cq!(Queue, nvmet);
 
 impl Queue {
-    /// Takes a validated connect request on `port` of `target`: adopts it and queues the
-    /// setup. If that is impossible, rejects the request (no resources).
+    /// Takes a validated connect request on `port` of `target`: adopts it and sets the
+    /// queue up (in the listener's handler call, as the request is). If the queue cannot
+    /// be made, rejects the request (no resources).
     pub(crate) fn start(
         target: &Arc<Target>,
         port: &Arc<Port>,
@@ -87,6 +85,7 @@ impl Queue {
         let peer = request.peer();
         let local = request.local();
         let device = request.device().as_raw() as usize;
+        let held = request.handler_held();
         let initiator_depth = request.initiator_depth();
         // The queue's requests name the port: the pair holds it (`ENODEV` once removed).
         let hold = port.nvmet().hold();
@@ -106,7 +105,6 @@ impl Queue {
                     io: PublishOnce::new(),
                     lists <- SlotLists::new(),
                     stats: QueueStats::default(),
-                    setup_work <- new_work!("Queue::setup_work"),
                     release_work <- new_work!("Queue::release_work"),
                 }),
                 GFP_KERNEL,
@@ -133,7 +131,7 @@ impl Queue {
                 return Err(e);
             }
         };
-        let _ = target.workqueue().queue().enqueue::<_, 1>(queue);
+        Lifecycle::set_up(queue, held);
         Ok(())
     }
 
@@ -144,7 +142,7 @@ impl Queue {
 
     /// Creates the QP and buffers, posts the receives (unless an SRQ has them) and
     /// accepts.
-    fn build_on(this: &Arc<Self>, id: &mut CmId<Queue>) -> Result {
+    fn build_on(this: &Arc<Self>, id: &mut CmId<Queue>, held: HandlerHeld<'_>) -> Result {
         let device = id.device().ok_or(ENODEV)?;
         let data = &this.data;
         let port_inline_size = this.port.inline_size();
@@ -200,7 +198,7 @@ impl Queue {
                 io.post_recv(cmd)?;
             }
         }
-        id.accept_as_target(&data.accept_data(), this.initiator_depth)
+        id.accept_as_target(held, &data.accept_data(), this.initiator_depth)
     }
 
     /// debugfs `queues`: one line for this queue.
@@ -362,8 +360,12 @@ impl Accepted for Queue {
         link
     }
 
-    fn build(this: &Arc<Self>, mut id: CmId<Self>) -> Result<CmId<Self>, (Error, CmId<Self>)> {
-        match Self::build_on(this, &mut id) {
+    fn build(
+        this: &Arc<Self>,
+        mut id: CmId<Self>,
+        held: HandlerHeld<'_>,
+    ) -> Result<CmId<Self>, (Error, CmId<Self>)> {
+        match Self::build_on(this, &mut id, held) {
             Ok(()) => {
                 this.port.stats.connects.fetch_add(1, Relaxed);
                 Ok(id)
@@ -392,7 +394,7 @@ impl Accepted for Queue {
     }
 
     fn queue_release(this: Arc<Self>) {
-        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue::<_, 2>(this);
+        let _ = crate::nvmet::workqueue::nvmet_workqueue().enqueue(this);
     }
 
     /// Lets the nvmet core finish the queue's requests, drains the QP, reclaims what is
@@ -432,16 +434,7 @@ impl Accepted for Queue {
     }
 }
 
-impl WorkItem<1> for Queue {
-    type Pointer = Arc<Queue>;
-
-    /// Sets the queue up and accepts it, or rejects and releases it.
-    fn run(this: Arc<Queue>) {
-        Lifecycle::set_up(this);
-    }
-}
-
-impl WorkItem<2> for Queue {
+impl WorkItem for Queue {
     type Pointer = Arc<Queue>;
 
     /// Releases the queue (see [`Accepted::tear_down`]).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The transport's global state: its ports, its queues, and the workqueue their setup
-//! and release run on. The nvmet core's callbacks find it through [`Target::get`].
+//! The transport's global state: its ports, its queues, and the workqueue their
+//! listeners' repairs run on. The nvmet core's callbacks find it through [`Target::get`].
 //!
 //! It sits below the ports' listeners and the queues, which hold it: it knows a queue
 //! only through [`ListedQueue`].
@@ -104,7 +104,7 @@ impl Target {
         self.ops
     }
 
-    /// The workqueue for queue setup and release.
+    /// The workqueue for the listeners' repairs.
     pub(crate) fn workqueue(&self) -> &OwnedQueue {
         &self.workqueue
     }

@@ -10,13 +10,15 @@
 //! # Deadlocks
 //!
 //! The RDMA core delivers events with the id's handler mutex held, so a `CmId` must not
-//! be dropped (nor `accept`ed, nor `connect`ed) from inside its own handler: handlers
-//! hand such work to a work item, as the C users of RDMA CM do.
+//! be dropped (nor `connect`ed) from inside its own handler: handlers hand such work to a
+//! work item, as the C users of RDMA CM do. A connect request is accepted the other way
+//! round: only from inside the listener's handler call for it, which holds the new id's
+//! handler mutex, as `rdma_accept` requires ([`HandlerHeld`]).
 
 mod event;
 mod verbs;
 
-pub(crate) use event::{CmEvent, CmEventKind, CmHandler, ConnectRequest};
+pub(crate) use event::{CmEvent, CmEventKind, CmHandler, ConnectRequest, HandlerHeld};
 pub(crate) use verbs::QpCaps;
 
 use super::{addr::SocketAddr, bindings, to_result, Device};
@@ -189,11 +191,11 @@ impl<T: CmHandler> CmId<T> {
         to_result(unsafe { bindings::rdma_connect(self.raw(), &mut param) })
     }
 
-    /// Accepts an adopted connection request (with a QP and receives posted). Not from
-    /// this id's handler.
-    pub(crate) fn accept(&self, private_data: &[u8]) -> Result {
+    /// Accepts an adopted connection request (with a QP and receives posted), inside the
+    /// listener's handler call for it (`held`; `EINVAL` if that proves another id's).
+    pub(crate) fn accept(&self, held: HandlerHeld<'_>, private_data: &[u8]) -> Result {
         let mut param = self.conn_param(private_data)?;
-        self.accept_param(&mut param)
+        self.accept_param(held, &mut param)
     }
 
     /// Accepts an adopted connection request as an NVMe-oF target does (the C
@@ -201,26 +203,29 @@ impl<T: CmHandler> CmId<T> {
     /// at once (what the requester offered, see [`ConnectRequest::initiator_depth`]; at
     /// most what the device allows) and answers none (responder resources 0: the host
     /// never reads the target's memory), with end-to-end flow control and RNR retries
-    /// without limit. Not from this id's handler.
-    pub(crate) fn accept_as_target(&self, private_data: &[u8], initiator_depth: u8) -> Result {
+    /// without limit. Inside the listener's handler call, as [`CmId::accept`].
+    pub(crate) fn accept_as_target(
+        &self,
+        held: HandlerHeld<'_>,
+        private_data: &[u8],
+        initiator_depth: u8,
+    ) -> Result {
         let mut param = self.conn_param(private_data)?;
         param.initiator_depth = param.initiator_depth.min(initiator_depth);
         param.responder_resources = 0;
         param.flow_control = 1;
         param.retry_count = 0;
-        self.accept_param(&mut param)
+        self.accept_param(held, &mut param)
     }
 
-    fn accept_param(&self, param: &mut bindings::rdma_conn_param) -> Result {
-        // SAFETY: the id is live; `rdma_accept` requires the handler mutex, which we take
-        // here, outside any handler of this id; `param` outlives the call.
-        let ret = unsafe {
-            bindings::rdma_lock_handler(self.raw());
-            let ret = bindings::rdma_accept(self.raw(), param);
-            bindings::rdma_unlock_handler(self.raw());
-            ret
-        };
-        to_result(ret)
+    fn accept_param(&self, held: HandlerHeld<'_>, param: &mut bindings::rdma_conn_param) -> Result {
+        if !held.holds(self.raw()) {
+            return Err(EINVAL);
+        }
+        // SAFETY: the id is live; `held` proves that this thread's handler call holds its
+        // handler mutex (`HandlerHeld`'s invariant), as `rdma_accept` requires; `param`
+        // outlives the call.
+        to_result(unsafe { bindings::rdma_accept(self.raw(), param) })
     }
 
     /// Rejects an adopted connection request, with `private_data` (at most 255 bytes).

@@ -4,22 +4,23 @@
 //! and the nvmet transport's queues:
 //!
 //! 1. the listener's CM handler adopts the request's id into the connection's
-//!    [`Lifecycle`] ([`Lifecycle::adopt`]) and queues the set-up work;
-//! 2. the set-up work ([`Lifecycle::set_up`]) builds the connection on the id (QP, buffers,
-//!    receives) and accepts; on failure it rejects the request, keeps the id for the
-//!    release (work requests the set-up posted come back there) and closes;
+//!    [`Lifecycle`] ([`Lifecycle::adopt`]);
+//! 2. still in that handler call, [`Lifecycle::set_up`] builds the connection on the id
+//!    (QP, buffers, receives) and accepts, as the C users of RDMA CM do (see
+//!    [`HandlerHeld`] for why not later); on failure it rejects the request, keeps the id
+//!    for the release (work requests the set-up posted come back there) and closes;
 //! 3. RDMA CM reports the connection established, or ended ([`Lifecycle::event`]);
 //! 4. [`Lifecycle::close`] (any context, no lock) marks the connection closing and queues
 //!    its release, once;
 //! 5. the release work ([`Lifecycle::release`]) takes the id, set up or not, disconnects
 //!    a set-up one and hands it to the owner's teardown.
 //!
-//! A CM id is never destroyed from its own handler (see [`super::cm`]): the set-up and
-//! the release run as work items, which the owner embeds and queues.
+//! A CM id is never destroyed from its own handler (see [`super::cm`]): the release runs
+//! as a work item, which the owner embeds and queues.
 
 #![forbid(unsafe_code)]
 
-use super::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, IdContext};
+use super::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext};
 use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use kernel::{
     new_mutex,
@@ -69,9 +70,13 @@ pub(crate) trait Accepted: CmHandler {
     /// The id a set-up connection holds.
     fn id_of(link: &Self::Link) -> &CmId<Self>;
 
-    /// Builds the connection on the adopted `id` and accepts it; on failure gives the id
-    /// back, to be rejected.
-    fn build(this: &Arc<Self>, id: CmId<Self>) -> Result<Self::Link, (Error, CmId<Self>)>;
+    /// Builds the connection on the adopted `id` and accepts it (`held`: in the listener's
+    /// handler call); on failure gives the id back, to be rejected.
+    fn build(
+        this: &Arc<Self>,
+        id: CmId<Self>,
+        held: HandlerHeld<'_>,
+    ) -> Result<Self::Link, (Error, CmId<Self>)>;
 
     /// The set-up failed with `error`: logs it and rejects `id` (with the private data the
     /// protocol wants). The release gets the id afterwards.
@@ -102,10 +107,10 @@ pub(crate) trait Accepted: CmHandler {
 #[pin_data]
 pub(crate) struct Lifecycle<T: CmHandler, L> {
     stage: AtomicU8,
-    /// The adopted id, from the listener's handler to the set-up work (and a rejected one,
-    /// from the set-up to the release). A lock of its own:
-    /// the CM handler (which holds RDMA CM's handler mutex) never waits for `link`, which
-    /// the set-up work holds while `accept` takes that mutex.
+    /// The adopted id, from the adoption to the set-up (and a rejected one, from the
+    /// set-up to the release). Both locks nest inside RDMA CM's handler mutex (the set-up
+    /// runs in the listener's handler); nothing takes a handler mutex with either held
+    /// (the release lets go of `link` before it disconnects or destroys the id).
     #[pin]
     pending: Mutex<Option<CmId<T>>>,
     /// What the set-up built; `None` before the set-up and after the release.
@@ -134,7 +139,8 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
     }
 
     /// Takes `request` for the connection `context` holds, whose lifecycle this is: its
-    /// events go to it from now on. The caller queues the set-up work. A connection adopts
+    /// events go to it from now on. The caller then calls [`Lifecycle::set_up`], in the
+    /// same handler call. A connection adopts
     /// one request: a second one is left alone (RDMA CM rejects it), with a warning.
     pub(crate) fn adopt(&self, context: IdContext<T>, request: ConnectRequest<'_>) {
         let mut pending = self.pending.lock();
@@ -188,9 +194,9 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
         }
     }
 
-    /// The set-up work: builds the connection on the adopted id and accepts it, or rejects
-    /// it and closes.
-    pub(crate) fn set_up(this: Arc<T>) {
+    /// The set-up, in the listener's handler call that adopted the request (`held`):
+    /// builds the connection on the adopted id and accepts it, or rejects it and closes.
+    pub(crate) fn set_up(this: Arc<T>, held: HandlerHeld<'_>) {
         let lifecycle = this.lifecycle();
         // INVARIANT: `pending` is taken with `link` locked, and `link` stays locked through
         // the accept: a release either finds the id still pending, or waits for the set-up
@@ -199,7 +205,7 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
         let Some(id) = lifecycle.pending.lock().take() else {
             return;
         };
-        match T::build(&this, id) {
+        match T::build(&this, id, held) {
             Ok(built) => *link = Some(built),
             Err((error, id)) => {
                 this.reject(&id, error);

@@ -52,7 +52,9 @@ pub(crate) use addr::SocketAddr;
 #[allow(unused_imports)]
 pub(crate) use client::{ClientHandler, ClientRegistration, IbClient};
 #[allow(unused_imports)]
-pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, IdContext, QpCaps};
+pub(crate) use cm::{
+    CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext, QpCaps,
+};
 #[allow(unused_imports)]
 pub(crate) use cq::{Cq, PollContext};
 #[allow(unused_imports)]

@@ -3,8 +3,8 @@
 //! The server's connections: setup, the TEXT round trip, and teardown (krping's `ping` and
 //! `bench` transfers are in `connection/transfer.rs`).
 //!
-//! A connection request is adopted in the listener's CM handler and set up (PD, CQ, QP,
-//! receives, accept) by a work item; every teardown (disconnect, errors, device removal,
+//! A connection request is adopted and set up (PD, CQ, QP, receives, accept) in the
+//! listener's CM handler call; every teardown (disconnect, errors, device removal,
 //! unload) goes through the release work item, because a CM id cannot be destroyed from
 //! its own handler. Receive slot `i` owns the `i`-th region of the send and data buffers
 //! until its DONE is sent, when the receive is posted again.
@@ -16,8 +16,8 @@ mod transfer;
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle},
-    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, IdContext, Mr, OwnedQueue,
-    Pd, PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
+    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, HandlerHeld, IdContext, Mr,
+    OwnedQueue, Pd, PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
@@ -87,11 +87,10 @@ impl Shared {
 
     /// Disconnects every connection and waits until all are released (for unload).
     pub(crate) fn close_all(&self) {
-        // One at a time, each outside the list's lock (the release a close queues takes
-        // the connection's `link` lock, which nests the other way round with RDMA CM's
-        // handler mutex and through that with this lock), and without copying the list:
-        // teardown allocates nothing. A closed connection is closing until its release
-        // takes it off.
+        // One at a time, each outside the list's lock (the listener's handler takes it with
+        // RDMA CM's handler mutex held: nothing more is done under it), and without copying
+        // the list: teardown allocates nothing. A closed connection is closing until its
+        // release takes it off.
         loop {
             let next = self
                 .connections
@@ -179,19 +178,17 @@ pub(crate) struct Connection {
     writes: Counter,
     errors: AtomicU64,
     #[pin]
-    setup_work: Work<Connection, 1>,
-    #[pin]
-    release_work: Work<Connection, 2>,
+    release_work: Work<Connection>,
 }
 
 impl_has_work! {
-    impl HasWork<Self, 1> for Connection { self.setup_work }
-    impl HasWork<Self, 2> for Connection { self.release_work }
+    impl HasWork<Self> for Connection { self.release_work }
 }
 
 impl Connection {
-    /// Takes a connection request: adopts it and queues its setup. On failure the
-    /// request is left alone, and RDMA CM rejects it.
+    /// Takes a connection request: adopts it and sets the connection up, in the
+    /// listener's handler call. If the connection cannot be made, the request is left
+    /// alone, and RDMA CM rejects it.
     pub(crate) fn start(shared: &Arc<Shared>, request: ConnectRequest<'_>) {
         let number = shared.next_number.fetch_add(1, Relaxed);
         let peer = request.peer();
@@ -213,7 +210,6 @@ impl Connection {
                 reads: Counter::default(),
                 writes: Counter::default(),
                 errors: AtomicU64::new(0),
-                setup_work <- new_work!("Connection::setup_work"),
                 release_work <- new_work!("Connection::release_work"),
             }),
             GFP_KERNEL,
@@ -239,8 +235,9 @@ impl Connection {
             request.peer(),
             request.device().name().to_str().unwrap_or("?")
         );
+        let held = request.handler_held();
         connection.lifecycle.adopt(context, request);
-        let _ = shared.queue.queue().enqueue::<_, 1>(connection);
+        Lifecycle::set_up(connection, held);
     }
 
     fn device_name(&self) -> &str {
@@ -277,6 +274,7 @@ impl Connection {
     fn build_link(
         this: &Arc<Self>,
         mut id: CmId<Connection>,
+        held: HandlerHeld<'_>,
     ) -> Result<Link, (Error, CmId<Connection>)> {
         let device = match id.device() {
             Some(device) => device,
@@ -315,7 +313,7 @@ impl Connection {
                 return Err((e, link.id));
             }
         }
-        if let Err(e) = link.id.accept(&[]) {
+        if let Err(e) = link.id.accept(held, &[]) {
             return Err((e, link.id));
         }
         Ok(link)
@@ -493,8 +491,12 @@ impl Accepted for Connection {
         &link.id
     }
 
-    fn build(this: &Arc<Self>, id: CmId<Self>) -> Result<Link, (Error, CmId<Self>)> {
-        Self::build_link(this, id)
+    fn build(
+        this: &Arc<Self>,
+        id: CmId<Self>,
+        held: HandlerHeld<'_>,
+    ) -> Result<Link, (Error, CmId<Self>)> {
+        Self::build_link(this, id, held)
     }
 
     fn reject(&self, id: &CmId<Self>, error: Error) {
@@ -516,7 +518,7 @@ impl Accepted for Connection {
 
     fn queue_release(this: Arc<Self>) {
         // (The queue lives in `shared`, which `this` holds: a clone goes to the queue.)
-        let _ = this.shared.queue.queue().enqueue::<_, 2>(this.clone());
+        let _ = this.shared.queue.queue().enqueue(this.clone());
     }
 
     /// Releases everything: QP (drained), CQ, PD, buffers, the id; then leaves the list.
@@ -544,16 +546,7 @@ impl Accepted for Connection {
     }
 }
 
-impl WorkItem<1> for Connection {
-    type Pointer = Arc<Connection>;
-
-    /// Sets the connection up and accepts it, or rejects and releases it.
-    fn run(this: Arc<Connection>) {
-        Lifecycle::set_up(this);
-    }
-}
-
-impl WorkItem<2> for Connection {
+impl WorkItem for Connection {
     type Pointer = Arc<Connection>;
 
     /// Releases everything (see [`Accepted::tear_down`]).

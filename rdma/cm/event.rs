@@ -107,9 +107,10 @@ pub(crate) trait CmHandler: Send + Sync + Sized + 'static {
     /// mutex held (see the module documentation).
     fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>);
 
-    /// A connection request on a listening id. To take it, call [`ConnectRequest::adopt`]
-    /// and hand the new id to a work item that sets it up and accepts or rejects it; if
-    /// the request is not adopted, RDMA CM rejects and destroys it. The default refuses.
+    /// A connection request on a listening id. To take it, call [`ConnectRequest::adopt`],
+    /// set the new id up and accept it within this call (the accept needs the
+    /// [`HandlerHeld`] of [`ConnectRequest::handler_held`]), or reject it; if the request
+    /// is not adopted, RDMA CM rejects and destroys it. The default refuses.
     fn connect_request(_this: ArcBorrow<'_, Self>, _request: ConnectRequest<'_>) {}
 }
 
@@ -120,7 +121,45 @@ pub(crate) struct ConnectRequest<'a> {
     adopted: &'a Cell<bool>,
 }
 
-impl ConnectRequest<'_> {
+/// Proof that the running RDMA CM handler call holds the handler mutex of one id, the
+/// new id of a connect request: what [`CmId::accept`] needs. It lives no longer than that
+/// call (`'a`) and stays on its thread (neither `Send` nor `Sync`).
+///
+/// Accepting inside the listener's handler, as the C users of RDMA CM do, also keeps the
+/// peer's side of a connection on one machine from running ahead of the accept: for
+/// iWARP both sides' events go through `iw_cm`'s ordered workqueue, so the peer learns
+/// that it is connected only once the accept has returned (`siw_accept` answers the peer
+/// before it hands the socket to the QP; data arriving in between would wait unread).
+///
+/// # Invariants
+///
+/// The core holds `id`'s handler mutex for all of `'a`, on the thread holding this value.
+#[derive(Clone, Copy)]
+pub(crate) struct HandlerHeld<'a> {
+    id: NonNull<bindings::rdma_cm_id>,
+    _call: PhantomData<(&'a (), *mut ())>,
+}
+
+impl HandlerHeld<'_> {
+    /// Whether this is the proof for `id`.
+    pub(super) fn holds(&self, id: *mut bindings::rdma_cm_id) -> bool {
+        self.id.as_ptr() == id
+    }
+}
+
+impl<'a> ConnectRequest<'a> {
+    /// The proof that this handler call holds the request's (new) id's handler mutex, for
+    /// accepting the id once adopted and set up.
+    pub(crate) fn handler_held(&self) -> HandlerHeld<'a> {
+        // INVARIANT: the core calls the listener's handler for a connect request with the
+        // new id's handler mutex held, for the call, which `'a` does not outlive (it
+        // borrows the trampoline's locals).
+        HandlerHeld {
+            id: self.id,
+            _call: PhantomData,
+        }
+    }
+
     /// The event (private data, and so on).
     pub(crate) fn event(&self) -> &CmEvent<'_> {
         &self.event
