@@ -85,7 +85,6 @@ impl Queue {
         let peer = request.peer();
         let local = request.local();
         let device = request.device().as_raw() as usize;
-        let held = request.handler_held();
         let initiator_depth = request.initiator_depth();
         // The queue's requests name the port: the pair holds it (`ENODEV` once removed).
         let hold = port.nvmet().hold();
@@ -111,13 +110,14 @@ impl Queue {
             )
         });
         let mut request = Some(request);
+        let mut held = None;
         // The id is in `pending` before the queue is listed: a close that finds the queue
         // finds the id, and its release takes it.
         let listed = queue.and_then(|queue| {
             let context = IdContext::new(queue.clone())?;
             target.add_queue(queue.clone(), || {
                 if let Some(request) = request.take() {
-                    queue.lifecycle.adopt(context, request);
+                    held = queue.lifecycle.adopt(context, request);
                 }
             })?;
             Ok(queue)
@@ -131,7 +131,11 @@ impl Queue {
                 return Err(e);
             }
         };
-        Lifecycle::set_up(queue, held);
+        match held {
+            Some(held) => Lifecycle::set_up(queue, held),
+            // (Never for a new queue; RDMA CM rejects the request.)
+            None => Lifecycle::close(queue.as_arc_borrow(), c"not adopted"),
+        }
         Ok(())
     }
 

@@ -139,18 +139,24 @@ impl<T: Accepted<Link = L>, L: Send + Unpin> Lifecycle<T, L> {
     }
 
     /// Takes `request` for the connection `context` holds, whose lifecycle this is: its
-    /// events go to it from now on. The caller then calls [`Lifecycle::set_up`], in the
-    /// same handler call. A connection adopts
-    /// one request: a second one is left alone (RDMA CM rejects it), with a warning.
-    pub(crate) fn adopt(&self, context: IdContext<T>, request: ConnectRequest<'_>) {
+    /// events go to it from now on. Returns what [`Lifecycle::set_up`] needs, which the
+    /// caller then calls in the same handler call. A connection adopts one request: a
+    /// second one is left alone (RDMA CM rejects it), with a warning, and `None`.
+    pub(crate) fn adopt<'a>(
+        &self,
+        context: IdContext<T>,
+        request: ConnectRequest<'a>,
+    ) -> Option<HandlerHeld<'a>> {
         let mut pending = self.pending.lock();
         if pending.is_some() {
             pr_warn!("a connection was asked to adopt a second request; left to RDMA CM\n");
-            return;
+            return None;
         }
+        let held = request.handler_held();
         // INVARIANT: the adopted id waits in `pending` for the set-up. (Never dropped here:
         // this runs in the listener's handler, with the new id's handler mutex held.)
         *pending = Some(request.adopt(context));
+        Some(held)
     }
 
     /// What the set-up built, locked (`None` before the set-up and after the release).

@@ -235,9 +235,9 @@ impl Connection {
             request.peer(),
             request.device().name().to_str().unwrap_or("?")
         );
-        let held = request.handler_held();
-        connection.lifecycle.adopt(context, request);
-        Lifecycle::set_up(connection, held);
+        if let Some(held) = connection.lifecycle.adopt(context, request) {
+            Lifecycle::set_up(connection, held);
+        }
     }
 
     fn device_name(&self) -> &str {
