@@ -219,7 +219,7 @@ impl<T: CmHandler> CmId<T> {
     }
 
     fn accept_param(&self, held: HandlerHeld<'_>, param: &mut bindings::rdma_conn_param) -> Result {
-        if !held.holds(self.raw()) {
+        if !held.holds(self) {
             return Err(EINVAL);
         }
         // SAFETY: the id is live; `held` proves that this thread's handler call holds its

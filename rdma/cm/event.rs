@@ -142,8 +142,8 @@ pub(crate) struct HandlerHeld<'a> {
 
 impl HandlerHeld<'_> {
     /// Whether this is the proof for `id`.
-    pub(super) fn holds(&self, id: *mut bindings::rdma_cm_id) -> bool {
-        self.id.as_ptr() == id
+    pub(super) fn holds<T: CmHandler>(&self, id: &CmId<T>) -> bool {
+        self.id.as_ptr() == id.raw()
     }
 }
 
