@@ -7,6 +7,8 @@
 #   IB_EVENT_QP_LAST_WQE_REACHED, so the RDMA core's drain of each such QP waits its full
 #   minute, for the C transport as for ours.) make check's nvmet-io boot ends both its
 #   bodies, rxe with use_srq=1 and siw, with a device removal under verified load.
+# - connects and disconnects in a row over siw, each live within 10 s (the accept in the
+#   RDMA CM handler against siw_accept's early MPA reply).
 # - the C nvmet-rdma (the control) through the lifecycle and teardown tests.
 # About 35 minutes under TCG. Ends with "N passed, N failed".
 #
@@ -19,7 +21,7 @@ suite_setup
 moddir=$CACHE_DIR/modules/matrix-$(basename "$kbuild")
 suite_modules_copy "$moddir"
 
-tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-lifecycle-c nvmet-teardown-c})
+tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-connect-siw nvmet-lifecycle-c nvmet-teardown-c})
 for t in "${tests[@]}"; do
 	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir/src" -t 1500 \
 		-o "$CACHE_DIR/runs/matrix/$t" "$REPO_ROOT/tests/matrix/$t.sh"
