@@ -821,34 +821,44 @@ nvmet_teardown_test() {
 	echo "nvmet-teardown $transport over $provider${NVMET_MODULE_ARGS:+ ($NVMET_MODULE_ARGS)}: ok"
 }
 
-# nvmet_connect_storm_test TRANSPORT_MODULE PROVIDER: $NVMET_CYCLES (150) host connects
-# and disconnects in a row (an admin and two I/O queues each), every connect to be live
-# within 10 s. Over siw it is the test of the accept: 7.2's siw_accept sends the MPA reply
-# before it hands the socket to the QP, and a host capsule that arrives in between stays
-# unread until the host's Connect times out (60 s). A transport that accepts inside its
-# RDMA CM handler, on iw_cm's ordered workqueue, keeps a host in the same kernel from
-# getting that far before the accept returned.
+# nvmet_connect_storm_test TRANSPORT_MODULE PROVIDER: while one host's verified writes
+# run, another host connects and disconnects $NVMET_CYCLES (150) times in a row (an admin
+# and two I/O queues each), every connect to be live within 10 s. Over siw it is the test
+# of the accept: 7.2's siw_accept sends the MPA reply before it hands the socket to the
+# QP, and a host capsule that arrives in between stays unread until the host's Connect
+# times out (60 s). A transport that accepts inside its RDMA CM handler, on iw_cm's
+# ordered workqueue, keeps a host in the same kernel from getting that far before the
+# accept returned. (The load keeps the target's CPUs busy, as in the teardown test's
+# reconnects, where the race showed.)
 nvmet_connect_storm_test() {
 	local transport=$1 provider=$2 cycles=${NVMET_CYCLES:-150}
-	local i ctrl start ms slow=() max=0
+	local i=0 ctrl dev start ms slow=() max=0
+	local storm=",nr_io_queues=2,queue_size=16,hostnqn=$(test_host_nqn 2),hostid=$(test_host_id 2)"
 	body_start "nvmet_connect_storm_test $*"
 	kmemleak_start
 	nvmet_rxe_target "$transport" "$provider"
+	dev=$(host_connect "$RRS_IP4_A" 4420)
 
-	step "$cycles connects and disconnects over $provider, each live within 10 s"
-	for ((i = 1; i <= cycles; i++)); do
-		start=${EPOCHREALTIME/./}
-		ctrl=$(fabrics_connect "$RRS_IP4_A" 4420 ",nr_io_queues=2,queue_size=16") || fail "cycle $i: connect failed"
-		ms=$(((${EPOCHREALTIME/./} - start) / 1000))
-		((ms > max)) && max=$ms
-		((ms > 10000)) && slow+=("cycle $i: ${ms} ms")
-		fabrics_disconnect "$ctrl"
+	step "$cycles connects and disconnects over $provider under another host's writes, each live within 10 s"
+	while ((i < cycles)); do
+		load_start "$dev" 20
+		while ((i < cycles)) && kill -0 "$LOAD_PID" 2>/dev/null; do
+			i=$((i + 1))
+			start=${EPOCHREALTIME/./}
+			ctrl=$(fabrics_connect "$RRS_IP4_A" 4420 "$storm") || fail "cycle $i: connect failed"
+			ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+			((ms > max)) && max=$ms
+			((ms > 10000)) && slow+=("cycle $i: ${ms} ms")
+			fabrics_disconnect "$ctrl"
+		done
+		load_end clean
 	done
 	echo "$cycles connects over $provider; the slowest took $max ms"
 	((${#slow[@]} == 0)) || fail "${#slow[@]} of $cycles connects took over 10 s: ${slow[*]}"
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		assert_no_dmesg "released after 0 commands" "a queue was released without its host's Connect"
 	fi
+	host_disconnect
 	nvmet_clear
 	modprobe -r nvme-rdma
 	nvmet_assert_idle "$transport"
