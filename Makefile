@@ -16,8 +16,8 @@
 #   make check-faults the fault-injection sweep (failslab, fail_page_alloc on the modules'
 #                     allocations); prints "N passed, N failed"
 #   make check-matrix the teardown test over rxe with use_srq=1 and over siw (make check
-#                     runs it over rxe), and the C controls of the lifecycle and teardown
-#                     tests; prints "N passed, N failed"
+#                     runs it over rxe), 150 connects over siw under load, and the C
+#                     controls of the lifecycle and teardown tests; prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel, then instructions per I/O counted under -icount;
 #                     ends with "min ratio Rust/C: X.XX (±Y.YY)" of the counted figure

@@ -10,7 +10,7 @@
 # - connects and disconnects in a row over siw, each live within 10 s (the accept in the
 #   RDMA CM handler against siw_accept's early MPA reply).
 # - the C nvmet-rdma (the control) through the lifecycle and teardown tests.
-# About 35 minutes under TCG. Ends with "N passed, N failed".
+# About 55 minutes under TCG. Ends with "N passed, N failed".
 #
 # RRS_TESTS="nvmet-teardown-siw ..." runs only the named tests of tests/matrix/.
 set -uo pipefail
