@@ -3,10 +3,11 @@
 //! A queue: one RDMA connection from a host, bound to one nvmet submission queue.
 //!
 //! The listener adopts a valid connect request and sets the queue up (QP, buffers,
-//! receives, accept) in its RDMA CM handler call, as the C transport does. Every teardown — the host
-//! disconnecting, a fatal error, `delete_ctrl`, the port going away, unload — marks the
-//! queue disconnecting and queues its release, which disconnects, waits for the nvmet
-//! core to finish the queue's requests, drains the QP and frees everything.
+//! receives, accept) in its RDMA CM handler call, as the C transport does. Every
+//! teardown — the host disconnecting, a fatal error, `delete_ctrl`, the port going away,
+//! unload — marks the queue disconnecting and queues its release, which disconnects,
+//! waits for the nvmet core to finish the queue's requests, drains the QP and frees
+//! everything.
 
 // Safe Rust only. `deny`, not `forbid`: `impl_has_work!` expands the kernel crate's
 // `unsafe impl` for the queue's work items.
