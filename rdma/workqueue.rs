@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A module-owned workqueue, for connection setup and teardown.
+//! A module-owned workqueue, for connection teardown and listener repair.
 //!
 //! Work that runs module code must be finished before the module's text goes away. The
 //! kernel's system queues cannot be flushed by modules, so each module owns its queue:
