@@ -19,7 +19,7 @@ use super::{
 };
 use crate::rdma::{
     sgl::PageSgl,
-    slot::{Owner, Slot, Tag},
+    slot::{Owner, Slot, CORE_TAG},
     DmaBuf,
 };
 // The request's queue pointer is a `core` atomic, as the slot's state is (see
@@ -134,8 +134,8 @@ impl Request {
     /// of that buffer; `sq` is the queue's entered sq (it is not being destroyed while the
     /// core parses the command). The request names the port the sq holds, which outlives
     /// it (the sq is destroyed only once its requests ended). While the core parses the
-    /// command the slot is handed off to `core`, the tag its `queue_response` resumes it
-    /// with. Until the request ended, the queue's sq keeps the queue (and so the slot and
+    /// command the slot is handed off to the core, whose `queue_response` resumes it
+    /// (`Transport::queue_response` gets the owner). Until the request ended, the queue's sq keeps the queue (and so the slot and
     /// the buffers, which live in it): [`super::SqCq::keep`].
     ///
     /// `Ok(Some(owner))` once the core accepted the command; `Ok(None)` if it refused it:
@@ -146,7 +146,6 @@ impl Request {
     /// queue ([`super::SqCq::keep`]; nothing ran).
     pub(crate) fn init<'a, T: Transport>(
         owner: SlotOwner<'a, T>,
-        core: Tag,
         queue: ArcBorrow<'_, T::Queue>,
         place: impl for<'x> FnOnce(&'x T::Queue) -> Option<(&'x T::Request, &'x DmaBuf)>,
         offset: usize,
@@ -187,7 +186,9 @@ impl Request {
         request.queue.store(kept.cast_mut().cast(), Release);
         let req = request.raw();
         let slot = owner.slot();
-        owner.hand_off(core);
+        // SAFETY: the core's tag, which its `queue_response` (`Ops::queue_response`)
+        // resumes the slot with, or the resume below once the core accepted the command.
+        unsafe { owner.hand_off_to_event(CORE_TAG) };
         // SAFETY: the core has the request now (the slot is handed off until it answers).
         // The request, the command and the response (`set_response`) live in the queue or
         // in buffers the request holds, and the queue's sq keeps the queue until the
@@ -201,7 +202,9 @@ impl Request {
             return Ok(None);
         }
         // An accepted command is not completed before it is executed: the slot comes back.
-        let Some(mut owner) = slot.resume(core) else {
+        // SAFETY: the core's answer to the hand-off above: it accepted the command, and
+        // holds nothing of the state until the request is executed or completed.
+        let Some(mut owner) = (unsafe { slot.resume(CORE_TAG) }) else {
             pr_err!("a request the core accepted was given back meanwhile\n");
             return Ok(None);
         };
@@ -255,14 +258,15 @@ impl Request {
     }
 
     /// Runs the command of the slot `owner` holds (`req->execute`), handing the slot off to
-    /// `core`: the core completes the request later, or at once, through `queue_response`,
-    /// which resumes the slot with that tag. (A request that is not started is logged and
-    /// its slot freed.)
-    pub(crate) fn execute<S: RequestState>(mut owner: Owner<'_, S>, core: Tag) {
+    /// the core: the core completes the request later, or at once, through
+    /// `queue_response`, which resumes the slot. (A request that is not started is logged
+    /// and its slot freed.)
+    pub(crate) fn execute<S: RequestState>(mut owner: Owner<'_, S>) {
         let Some(req) = owner.request().hand_over("execution") else {
             return;
         };
-        owner.hand_off(core);
+        // SAFETY: the core's tag, which its `queue_response` resumes the slot with.
+        unsafe { owner.hand_off_to_event(CORE_TAG) };
         // SAFETY: the request was started (`hand_over`) and its slot is handed off to the
         // core, in place while the request is in the core (`init`); `execute` was set by
         // `nvmet_req_init`'s parsing (never left unset for an accepted command; if it were,
@@ -276,30 +280,26 @@ impl Request {
     }
 
     /// Completes the request of the slot `owner` holds with NVMe `status`
-    /// (`nvmet_req_complete`), handing the slot off to `core`: `queue_response` runs with
-    /// it and resumes the slot.
-    pub(crate) fn complete<S: RequestState>(mut owner: Owner<'_, S>, core: Tag, status: u16) {
+    /// (`nvmet_req_complete`), handing the slot off to the core: `queue_response` runs
+    /// with it and resumes the slot.
+    pub(crate) fn complete<S: RequestState>(mut owner: Owner<'_, S>, status: u16) {
         let Some(req) = owner.request().hand_over("completion") else {
             return;
         };
-        owner.hand_off(core);
+        // SAFETY: the core's tag, which its `queue_response` resumes the slot with.
+        unsafe { owner.hand_off_to_event(CORE_TAG) };
         // SAFETY: the request was started and its slot is handed off to the core.
         unsafe { bindings::nvmet_req_complete(req, status) };
     }
 
     /// Completes the request of the slot `owner` holds with an error `status` at byte
     /// `error_loc` of the command (see [`Request::complete`]).
-    pub(crate) fn fail<S: RequestState>(
-        mut owner: Owner<'_, S>,
-        core: Tag,
-        status: u16,
-        error_loc: u16,
-    ) {
+    pub(crate) fn fail<S: RequestState>(mut owner: Owner<'_, S>, status: u16, error_loc: u16) {
         let request = owner.request();
         if request.owned {
             request.fields_mut().error_loc = error_loc;
         }
-        Self::complete(owner, core, status);
+        Self::complete(owner, status);
     }
 
     /// Ends a started request that will not be completed (`nvmet_req_uninit`): its
@@ -398,10 +398,31 @@ unsafe impl Send for Request {}
 
 /// The state of a transport's slot ([`crate::rdma::slot::Slot`]) that embeds the request
 /// of the slot's command: the request's hand-overs take the slot's owner, since the core
-/// may give the request back (`queue_response`) before they return.
-pub(crate) trait RequestState {
+/// may give the request back (`queue_response`) before they return. Implemented by
+/// [`impl_has_request!`].
+///
+/// # Safety
+///
+/// `REQUEST_OFFSET` is the offset in `Self` of the [`Request`] that the core maps back to
+/// the transport's object ([`HasRequest::OFFSET`] points at it), and [`RequestState::request`],
+/// if an implementation overrides it, returns that field.
+pub(crate) unsafe trait RequestState {
+    /// The offset of the request in the state.
+    const REQUEST_OFFSET: usize;
+
     /// The slot's request.
-    fn request(&mut self) -> &mut Request;
+    fn request(&mut self) -> &mut Request
+    where
+        Self: Sized,
+    {
+        // SAFETY: `REQUEST_OFFSET` is the offset of a `Request` field in `Self` (the
+        // trait's safety section), borrowed mutably with `self`.
+        unsafe {
+            &mut *ptr::from_mut(self)
+                .byte_add(Self::REQUEST_OFFSET)
+                .cast::<Request>()
+        }
+    }
 }
 
 /// The owner of the slot of a request of transport `T`.
@@ -450,6 +471,21 @@ pub(crate) unsafe trait HasRequest {
 /// ```
 macro_rules! impl_has_request {
     ($container:ty, $slot:ident: $inner:ty, $field:ident) => {
+        $crate::rdma::cqe::impl_has_slot!($container, $slot: $inner);
+
+        // SAFETY: `REQUEST_OFFSET` is the offset of `$field` in `$inner`, the request
+        // `HasRequest::OFFSET` below points at, which it checks is a `Request`.
+        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
+        #[allow(unsafe_code)]
+        unsafe impl $crate::nvmet::request::RequestState for $inner {
+            const REQUEST_OFFSET: usize = {
+                let _: fn(*const $inner) -> *const $crate::nvmet::request::Request =
+                    // SAFETY: only the field's address is taken, nothing is read.
+                    |inner| unsafe { &raw const (*inner).$field };
+                ::core::mem::offset_of!($inner, $field)
+            };
+        }
+
         // SAFETY: `OFFSET` is the offset of `$field` of the `$inner` in the `Slot` `$slot`,
         // which the functions below check, and `slot` returns that slot.
         // (The layer's own `unsafe`, expanded in the module that embeds the field.)

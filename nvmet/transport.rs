@@ -5,6 +5,7 @@
 //! pointers into the transport's own types.
 
 use super::{bindings, port, Ctrl, CtrlId, HasRequest, HasSqCq, PortConfig};
+use crate::rdma::slot::{Owner, CORE_TAG};
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     error::VTABLE_DEFAULT_ERROR,
@@ -60,8 +61,14 @@ pub(crate) trait Transport: Sized + 'static {
     /// configfs disables a port `add_port` enabled; the core may free it afterwards.
     fn remove_port(port: Self::Port);
 
-    /// The core completed `request`, of `queue`: send its data and its response.
-    fn queue_response(queue: ArcBorrow<'_, Self::Queue>, request: &Self::Request);
+    /// The core completed `request`, of `queue`: send its data and its response. `owner`
+    /// is the request's slot, which the core gave back (resumed by the layer: the only
+    /// way to take a slot back from the core).
+    fn queue_response(
+        queue: ArcBorrow<'_, Self::Queue>,
+        request: &Self::Request,
+        owner: Owner<'_, <Self::Request as HasRequest>::State>,
+    );
 
     /// The core deletes a controller: end its queues.
     fn delete_ctrl(ctrl: CtrlId);
@@ -280,7 +287,14 @@ impl<T: Transport> Ops<T> {
             pr_err!("a completed request names no queue; its response is not sent\n");
             return;
         };
-        T::queue_response(queue, request);
+        // SAFETY: this is the core's answer for the request, whose slot `Request::init`,
+        // `execute` and `complete` handed off to the core's tag: the core holds nothing of
+        // the state any more.
+        let Some(owner) = (unsafe { request.slot().resume(CORE_TAG) }) else {
+            pr_err!("the nvmet core completed a request whose slot it does not hold; ignored\n");
+            return;
+        };
+        T::queue_response(queue, request, owner);
     }
 
     /// `delete_ctrl`.

@@ -33,12 +33,13 @@
 #![deny(unsafe_code)]
 
 use crate::nvmet::{
-    request::{impl_has_request, DataSgls, Request, RequestState},
+    request::{impl_has_request, DataSgls, Request},
     sq::SqEntered,
     HasSqCq, OpsRef, SqCq, Transport,
 };
 use crate::rdma::{
     cqe::impl_has_cqe,
+    cqe::QpSlotHandler,
     qp_handle::{QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
     slot::{Owner, Slot, Tag},
@@ -136,25 +137,20 @@ impl RspState {
     }
 }
 
-impl RequestState for RspState {
-    fn request(&mut self) -> &mut Request {
-        &mut self.req
-    }
-}
-
 /// The owner of a response slot's state: the step of its command that runs.
-type RspOwner<'a> = Owner<'a, RspState>;
+pub(crate) type RspOwner<'a> = Owner<'a, RspState>;
 
 /// A response slot: one command in flight.
 ///
 /// Its state has one owner at a time ([`Slot`]): the command's start takes it off the free
 /// list, then each step hands it off to what runs next and that resumes it: the
-/// completion of the work request it posted ([`AWAIT_SEND`], [`AWAIT_READ`],
-/// [`AWAIT_WRITE`]), the nvmet core that executes the request ([`AWAIT_CORE`], resumed by
-/// `queue_response`), the wait for send queue space ([`AWAIT_SQ_SPACE`]). A completion the
-/// slot does not wait for finds nothing to resume: siw completes a READ twice when the QP
-/// is flushed before the READ's request went out (see `rdma/qp.rs`), and the second
-/// completion is ignored.
+/// completion of the work request it posted (the layer's trampoline of its entry
+/// [`SEND`], [`READ`] or [`WRITE`] resumes it and passes the owner to the handler), the
+/// nvmet core that executes the request (the nvmet binding's `queue_response` resumes
+/// it), the wait for send queue space ([`AWAIT_SQ_SPACE`], the queue's own list). A
+/// completion the slot does not wait for finds nothing to resume: siw completes a READ
+/// twice when the QP is flushed before the READ's request went out (see `rdma/qp.rs`),
+/// and the second completion is counted and ignored.
 #[repr(C)]
 pub(crate) struct RspSlot {
     send_cqe: Cqe<RspSlot, SEND>,
@@ -166,16 +162,8 @@ pub(crate) struct RspSlot {
 
 impl_has_request!(RspSlot, state: RspState, req);
 
-/// A response slot handed off to its response SEND's completion.
-const AWAIT_SEND: Tag = 0;
-/// ... to its RDMA READ's completion.
-const AWAIT_READ: Tag = 1;
-/// ... to its RDMA WRITEs' completion (with T10-PI).
-const AWAIT_WRITE: Tag = 2;
-/// ... to the nvmet core, which has its request (`queue_response` resumes it).
-const AWAIT_CORE: Tag = 3;
-/// ... to the list of commands waiting for send queue space.
-const AWAIT_SQ_SPACE: Tag = 4;
+/// A response slot parked on the list of commands waiting for send queue space.
+const AWAIT_SQ_SPACE: Tag = 0;
 
 /// The handler of a response slot's SEND completions.
 pub(crate) const SEND: u64 = 0;
@@ -219,9 +207,9 @@ pub(crate) struct Io {
 
 fn new_rsp(index: u32) -> Result<RspSlot> {
     Ok(RspSlot {
-        send_cqe: Cqe::on_qp(),
-        read_cqe: Cqe::on_qp(),
-        write_cqe: Cqe::on_qp(),
+        send_cqe: Cqe::resuming(),
+        read_cqe: Cqe::resuming(),
+        write_cqe: Cqe::resuming(),
         state: Slot::new(RspState {
             in_use: false,
             cmd: 0,
@@ -301,9 +289,9 @@ impl Io {
     ) -> Result
     where
         Q: CmHandler,
-        RspSlot: QpCqeHandler<SEND, Connection = Q>
-            + QpCqeHandler<READ, Connection = Q>
-            + QpCqeHandler<WRITE, Connection = Q>,
+        RspSlot: QpSlotHandler<SEND, Connection = Q>
+            + QpSlotHandler<READ, Connection = Q>
+            + QpSlotHandler<WRITE, Connection = Q>,
         CmdSlot: QpCqeHandler<Connection = Q>,
     {
         for (index, rsp) in self.rsps.iter().enumerate() {
@@ -427,7 +415,6 @@ impl Io {
         owner.invalidate = None;
         let started = Request::init(
             owner,
-            AWAIT_CORE,
             queue,
             |queue| {
                 let io = queue.io()?;
@@ -471,7 +458,7 @@ impl Io {
                 }),
         });
         if let Err(error) = mapped {
-            Request::fail(owner, AWAIT_CORE, error.status, error.error_loc);
+            Request::fail(owner, error.status, error.error_loc);
             return;
         }
         if let Err((_, owner)) = self.execute(owner) {
@@ -492,13 +479,11 @@ impl Io {
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
             // (the context was initialised by `map_keyed`; a READ the provider queued
             // although the post failed completes, flushed, through `read_done`)
-            if let Err((_, Some(owner))) =
-                owner.post(AWAIT_READ, |state| state.rw.as_mut().prepare())
-            {
-                Request::complete(owner, AWAIT_CORE, status::DATA_XFER_ERROR);
+            if let Err((_, Some(owner))) = owner.post(|state| state.rw.as_mut().prepare()) {
+                Request::complete(owner, status::DATA_XFER_ERROR);
             }
         } else {
-            Request::execute(owner, AWAIT_CORE);
+            Request::execute(owner);
         }
         Ok(())
     }

@@ -9,9 +9,9 @@
 
 #![forbid(unsafe_code)]
 
-use crate::command::{self, RspSlot, READ, SEND, WRITE};
+use crate::command::{self, RspOwner, RspSlot, READ, SEND, WRITE};
 use crate::queue::Queue;
-use crate::rdma::{QpCqeHandler, WorkCompletion};
+use crate::rdma::{cqe::QpSlotHandler, QpCqeHandler, WorkCompletion};
 use crate::recv::CmdSlot;
 use kernel::sync::ArcBorrow;
 
@@ -23,26 +23,26 @@ impl QpCqeHandler for CmdSlot {
     }
 }
 
-impl QpCqeHandler<SEND> for RspSlot {
+impl QpSlotHandler<SEND> for RspSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
-        command::send_done(queue, self, wc);
+    fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
+        command::send_done(queue, self, owner, wc);
     }
 }
 
-impl QpCqeHandler<READ> for RspSlot {
+impl QpSlotHandler<READ> for RspSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
-        command::read_done(queue, self, wc);
+    fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
+        command::read_done(queue, self, owner, wc);
     }
 }
 
-impl QpCqeHandler<WRITE> for RspSlot {
+impl QpSlotHandler<WRITE> for RspSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
-        command::write_done(queue, self, wc);
+    fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
+        command::write_done(queue, self, owner, wc);
     }
 }

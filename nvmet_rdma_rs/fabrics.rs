@@ -6,7 +6,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::command::RspSlot;
+use crate::command::{RspOwner, RspSlot};
 use crate::listener::PortListener;
 use crate::nvmet::{
     transport::{flags, trtype},
@@ -45,8 +45,8 @@ impl Transport for NvmetRdma {
         port.disable();
     }
 
-    fn queue_response(queue: ArcBorrow<'_, Queue>, rsp: &RspSlot) {
-        crate::command::queue_response(queue, rsp);
+    fn queue_response(queue: ArcBorrow<'_, Queue>, rsp: &RspSlot, owner: RspOwner<'_>) {
+        crate::command::queue_response(queue, rsp, owner);
     }
 
     /// Disconnects the queues of controller `ctrl`.

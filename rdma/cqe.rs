@@ -10,9 +10,17 @@
 //! work requests embeds one `Cqe` per kind, told apart by `ID`. An object that does not
 //! hold its connection (an SRQ's receive slots serve several) implements
 //! [`QpCqeHandler<ID>`] instead, and its handler gets the connection too: the handler of
-//! the [`super::CmId`] whose QP the request completed on, found here as well.
+//! the [`super::CmId`] whose QP the request completed on, found here as well. An object
+//! whose state lives in a [`Slot`] handed to the device by [`super::slot::Owner::post`]
+//! ([`HasSlot`]) implements [`QpSlotHandler<ID>`] and makes its entries with
+//! [`Cqe::resuming`]: the trampoline resumes the slot and passes its owner to the
+//! handler, the only way back from the device.
 
-use super::{bindings, CmHandler, CmId, WorkCompletion};
+use super::{
+    bindings,
+    slot::{Owner, Slot},
+    CmHandler, CmId, WorkCompletion,
+};
 use core::marker::PhantomData;
 use kernel::{prelude::*, sync::ArcBorrow, types::Opaque};
 
@@ -34,6 +42,53 @@ pub(crate) trait QpCqeHandler<const ID: u64 = 0> {
     /// A work request that carried the object's `Cqe<Self, ID>` completed with `wc` on a
     /// QP of `connection` (borrowed from the id's `Arc`). Runs in the CQ's poll context.
     fn done(&self, connection: ArcBorrow<'_, Self::Connection>, wc: &WorkCompletion);
+}
+
+/// The handler of the completions of the work requests that carry an object's
+/// [`Cqe<Self, ID>`] made with [`Cqe::resuming`]: requests posted from the object's slot
+/// ([`super::slot::Owner::post`]) on the QPs of `CmId<Self::Connection>`s.
+pub(crate) trait QpSlotHandler<const ID: u64 = 0>: HasSlot {
+    /// The CM handler of the ids on whose QPs the requests are posted.
+    type Connection: CmHandler;
+
+    /// A work request that carried the object's `Cqe<Self, ID>` completed with `wc` on a
+    /// QP of `connection`: `owner` is the object's slot, resumed from that completion, or
+    /// `None` if the slot did not wait for it (a provider's second completion of one
+    /// request). Runs in the CQ's poll context.
+    fn done(
+        &self,
+        connection: ArcBorrow<'_, Self::Connection>,
+        owner: Option<Owner<'_, Self::State>>,
+        wc: &WorkCompletion,
+    );
+}
+
+/// An object that embeds a [`Slot`]; implemented with [`impl_has_slot!`] (or
+/// `impl_has_request!`).
+///
+/// # Safety
+///
+/// `SLOT_OFFSET` is the offset of a field of type `Slot<Self::State>` in `Self`, and
+/// [`HasSlot::slot`], if an implementation overrides it, returns that field.
+pub(crate) unsafe trait HasSlot {
+    /// The slot's state.
+    type State;
+    /// The offset of the slot field.
+    const SLOT_OFFSET: usize;
+
+    /// The object's slot.
+    fn slot(&self) -> &Slot<Self::State>
+    where
+        Self: Sized,
+    {
+        // SAFETY: `SLOT_OFFSET` is the offset of a `Slot<Self::State>` field in `Self` (the
+        // trait's safety section), borrowed with `self`.
+        unsafe {
+            &*core::ptr::from_ref(self)
+                .byte_add(Self::SLOT_OFFSET)
+                .cast::<Slot<Self::State>>()
+        }
+    }
 }
 
 /// An object that embeds a [`Cqe<Self, ID>`]; implemented with [`impl_has_cqe!`].
@@ -72,7 +127,8 @@ pub(crate) unsafe trait HasCqe<const ID: u64 = 0> {
 ///
 /// # Invariants
 ///
-/// `cqe.done` is [`Cqe::run`] or [`Cqe::run_on_qp`] for this `T` and `ID`.
+/// `cqe.done` is [`Cqe::run`], [`Cqe::run_on_qp`] or [`Cqe::run_resuming`] for this `T`
+/// and `ID`.
 #[repr(transparent)]
 pub(crate) struct Cqe<T, const ID: u64 = 0> {
     cqe: Opaque<bindings::ib_cqe>,
@@ -174,6 +230,75 @@ impl<T: HasCqe<ID> + QpCqeHandler<ID>, const ID: u64> Cqe<T, ID> {
         owner.done(connection, &WorkCompletion::from_raw(wc));
     }
 }
+
+impl<T: HasCqe<ID> + QpSlotHandler<ID>, const ID: u64> Cqe<T, ID> {
+    /// An entry whose completions resume `T`'s slot and run `T`'s handler `ID` with its
+    /// owner and the connection of the QP the request completed on (posted only from the
+    /// slot, on QPs of `CmId<T::Connection>`s: see the type's documentation and
+    /// [`super::slot::Resumes`]).
+    pub(crate) fn resuming() -> Self {
+        const { assert!(ID <= super::slot::MAX_COMPLETION_TAG) };
+        // INVARIANT: `done` is `run_resuming` for `T` and `ID`.
+        Self {
+            cqe: Opaque::new(bindings::ib_cqe {
+                done: Some(Self::run_resuming),
+            }),
+            _owner: PhantomData,
+        }
+    }
+
+    /// The completion callback the RDMA core calls, for entries made with
+    /// [`Cqe::resuming`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Cqe::run_on_qp`].
+    unsafe extern "C" fn run_resuming(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+        // SAFETY: as in `run`.
+        let (object, wc) = unsafe { (Self::owner(wc), &*wc) };
+        if wc.qp.is_null() {
+            // (rxe and siw name the QP on every completion, flushes included)
+            pr_warn!("a work completion names no QP; its handler does not run\n");
+            return;
+        }
+        // SAFETY: the QP is a `CmId<T::Connection>`'s, alive with its handler while its
+        // completions run (the function's safety section).
+        let connection = unsafe { CmId::<T::Connection>::handler_of_qp(wc.qp) };
+        // SAFETY: this is the completion of a request that carried the object's entry
+        // `ID` (the function's safety section): the event that a post handing the slot
+        // off with `Resumes::of::<T, ID>` (tag `ID`) waits for. Its requests are done (a
+        // send queue completes in order, and the entry is on the chain's last request).
+        let owner = unsafe { object.slot().resume(ID as super::slot::Tag) };
+        object.done(connection, owner, &WorkCompletion::from_raw(wc));
+    }
+}
+
+/// Declares that an object embeds a [`Slot`] in the named field.
+///
+/// ```ignore
+/// impl_has_slot!(RspSlot, state: RspState);
+/// ```
+// (Not every module embeds slots.)
+#[allow(unused_macros)]
+macro_rules! impl_has_slot {
+    ($owner:ty, $field:ident: $state:ty) => {
+        // SAFETY: `SLOT_OFFSET` is the offset of `$field`, which the function below checks
+        // is a `Slot<$state>`.
+        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
+        #[allow(unsafe_code)]
+        unsafe impl $crate::rdma::cqe::HasSlot for $owner {
+            type State = $state;
+            const SLOT_OFFSET: usize = {
+                let _: fn(*const $owner) -> *const $crate::rdma::slot::Slot<$state> =
+                    // SAFETY: only the field's address is taken, nothing is read.
+                    |owner| unsafe { &raw const (*owner).$field };
+                ::core::mem::offset_of!($owner, $field)
+            };
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use impl_has_slot;
 
 /// Declares that an object embeds a [`Cqe`] in the named field, for handler `ID` (0 if
 /// left out).

@@ -241,7 +241,7 @@ mod slot_handoff {
         *owner = 7;
         // While owned: neither claimed again nor resumed.
         assert!(slot.claim().is_none());
-        assert!(slot.resume(0).is_none());
+        assert!(slot.resume_local(0).is_none());
         drop(owner);
         // Free again, with what the last owner wrote.
         let owner = slot.claim().expect("a dropped owner frees the slot");
@@ -254,21 +254,44 @@ mod slot_handoff {
         let mut owner = slot.claim().unwrap();
         *owner = 1;
         owner.hand_off(3);
-        assert!(slot.is_awaiting(3));
+        assert!(slot.is_parked(3));
         // Handed off: not free, and not for another event.
         assert!(slot.claim().is_none());
-        assert!(slot.resume(2).is_none());
-        let mut owner = slot.resume(3).expect("the awaited event resumes it");
+        assert!(slot.resume_local(2).is_none());
+        let mut owner = slot.resume_local(3).expect("the awaited event resumes it");
         assert_eq!(*owner, 1);
         *owner = 2;
         // A second completion of the same event finds nothing to resume.
-        assert!(slot.resume(3).is_none());
+        assert!(slot.resume_local(3).is_none());
         owner.hand_off(3);
-        let owner = slot.resume(3).unwrap();
+        let owner = slot.resume_local(3).unwrap();
         assert_eq!(*owner, 2);
         drop(owner);
-        assert!(slot.resume(3).is_none());
+        assert!(slot.resume_local(3).is_none());
         assert!(slot.claim().is_some());
+    }
+
+    #[test]
+    fn event_resumes_once_and_lists_cannot() {
+        let slot = Slot::new(0u32);
+        let owner = slot.claim().unwrap();
+        // SAFETY: the test is event 5 of its slot, and resumes it.
+        unsafe { owner.hand_off_to_event(5) };
+        // A user's list with the same number is another tag: it resumes nothing.
+        assert!(slot.resume_local(5).is_none());
+        // SAFETY: the test is event 5 (the completion that gives the slot back).
+        let owner = unsafe { slot.resume(5) }.expect("its event resumes it");
+        drop(owner);
+        // A completion for a slot resumed already (a provider's duplicate) finds nothing:
+        // the trampoline passes `None`, which the transport counts and ignores.
+        // SAFETY: as above.
+        assert!(unsafe { slot.resume(5) }.is_none());
+        // A parked slot is not resumed by an event of the same number either.
+        let owner = slot.claim().unwrap();
+        owner.hand_off(5);
+        // SAFETY: as above (nothing handed the slot to event 5: it finds nothing).
+        assert!(unsafe { slot.resume(5) }.is_none());
+        assert!(slot.resume_local(5).is_some());
     }
 
     #[test]
@@ -287,11 +310,11 @@ mod slot_handoff {
         // Handed off to a resumer that is over: taken, with its value.
         let owner = slot.take_after(&seven).expect("a handed-off slot is taken");
         assert_eq!(*owner, 5);
-        assert!(slot.resume(9).is_none());
+        assert!(slot.resume_local(9).is_none());
         // A plain hand-off (a list) is never taken by an end.
         owner.hand_off(9);
         assert!(slot.take_after(&seven).is_none());
-        assert!(slot.resume(9).is_some());
+        assert!(slot.resume_local(9).is_some());
         // Free: nothing to take.
         assert!(slot.take_after(&seven).is_none());
         // There is no end of nothing.

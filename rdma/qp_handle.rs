@@ -11,7 +11,12 @@
 //! it, and retires the QP before it destroys it ([`QpGate`]). Posting through a handle
 //! after the drain fails with `ENOTCONN`, and nothing reaches a destroyed QP.
 
-use super::{bindings, cqe::HasCqe, slot::Prepared, DmaBuf};
+use super::{
+    bindings,
+    cqe::HasCqe,
+    slot::{Prepared, Resumes},
+    DmaBuf,
+};
 use core::{
     mem::MaybeUninit,
     ptr,
@@ -256,6 +261,8 @@ pub(crate) struct SendWr {
     sge: bindings::ib_sge,
     /// The address of the request's completion entry (its `wr_cqe`), only compared.
     cqe: usize,
+    /// What its completion resumes.
+    resumes: Option<Resumes>,
     qp: QpHandle,
 }
 
@@ -273,6 +280,7 @@ impl SendWr {
             sges,
             num_sge,
             inline,
+            resumes,
         } = bound;
         let PostTarget::Qp(qp) = on else {
             return Err(EINVAL);
@@ -294,6 +302,7 @@ impl SendWr {
             wr,
             sge: sges[0],
             cqe: cqe as usize,
+            resumes,
             qp,
         })
     }
@@ -306,6 +315,11 @@ impl SendWr {
     /// The QP the request is posted on.
     pub(super) fn qp(&self) -> &QpHandle {
         &self.qp
+    }
+
+    /// What the request's completion resumes.
+    pub(super) fn resumes(&self) -> Option<Resumes> {
+        self.resumes
     }
 
     /// Sends with invalidate of the peer's `rkey` (`IB_WR_SEND_WITH_INV`), or a plain SEND.
@@ -330,8 +344,9 @@ impl SendWr {
     pub(crate) fn prepare(&mut self) -> Prepared<'_> {
         let first = self.as_ptr();
         // SAFETY: the request is valid, lives in what `self` borrows, and is for `qp`
-        // (its entry and memory outlive its posts there: type invariant).
-        unsafe { Prepared::new(first, &self.qp) }
+        // (its entry and memory outlive its posts there: type invariant); its completion
+        // resumes what it was bound with.
+        unsafe { Prepared::new(first, &self.qp, self.resumes) }
     }
 }
 
@@ -396,17 +411,23 @@ pub(crate) struct BoundRequest {
     sges: [bindings::ib_sge; 2],
     num_sge: u32,
     inline: bool,
+    /// What the completion of a request carrying the entry resumes: the slot of the
+    /// entry's object, made with [`Resumes::of`] for it (`None`: no slot).
+    resumes: Option<Resumes>,
 }
 
 impl BoundRequest {
     /// Binds the entry of `owner` for handler `ID`, and `ranges` (the first ones given;
     /// registered with `lkey`, or `inline` by CPU address), to `on`, whose device is
-    /// `device` (an address, only compared). `EINVAL` for a range past the end of its
-    /// buffer or mapped for another device, or one given after a missing one.
+    /// `device` (an address, only compared); `resumes`: what its completion resumes.
+    /// `EINVAL` for a range past the end of its buffer or mapped for another device, or
+    /// one given after a missing one.
     ///
     /// # Safety
     ///
-    /// As the type's invariants say, for `owner` and the ranges' buffers.
+    /// As the type's invariants say, for `owner` and the ranges' buffers; `resumes` is
+    /// `None` or `Resumes::of::<S, ID>(owner)`, and then the entry was made with
+    /// [`super::Cqe::resuming`].
     pub(super) unsafe fn new<S: HasCqe<ID>, const ID: u64>(
         on: PostTarget,
         owner: &S,
@@ -414,6 +435,7 @@ impl BoundRequest {
         device: usize,
         lkey: u32,
         inline: bool,
+        resumes: Option<Resumes>,
     ) -> Result<Self> {
         let mut sges = [bindings::ib_sge::default(); 2];
         let mut num_sge = 0;
@@ -435,6 +457,7 @@ impl BoundRequest {
             sges,
             num_sge,
             inline,
+            resumes,
         })
     }
 
@@ -449,6 +472,11 @@ impl BoundRequest {
     /// The entry, for a work request.
     pub(super) fn cqe(&self) -> *mut bindings::ib_cqe {
         self.cqe
+    }
+
+    /// What the completion of a request carrying the entry resumes.
+    pub(super) fn resumes(&self) -> Option<Resumes> {
+        self.resumes
     }
 }
 
@@ -489,6 +517,7 @@ impl RecvWr {
             sges,
             num_sge,
             inline,
+            ..
         } = bound;
         if inline || num_sge == 0 {
             return Err(EINVAL);

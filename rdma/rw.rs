@@ -18,7 +18,7 @@ use super::{
     bindings,
     qp_handle::{BoundRequest, QpHandle, SendWr},
     signature::{SigAttrs, SigError},
-    slot::{Ended, Prepared},
+    slot::{Ended, Prepared, Resumes},
     Device, WorkCompletion,
 };
 use core::{marker::PhantomData, pin::Pin, ptr};
@@ -96,6 +96,8 @@ struct Mapping<S> {
 pub(crate) struct RwBinding {
     qp: QpHandle,
     completions: Option<(*mut bindings::ib_cqe, *mut bindings::ib_cqe)>,
+    /// What the completions on the two entries resume.
+    resumes: (Option<Resumes>, Option<Resumes>),
 }
 
 impl RwBinding {
@@ -113,6 +115,7 @@ impl RwBinding {
         Ok(Self {
             qp: qp.clone(),
             completions: Some((from_remote.cqe(), to_remote.cqe())),
+            resumes: (from_remote.resumes(), to_remote.resumes()),
         })
     }
 
@@ -123,6 +126,7 @@ impl RwBinding {
         Self {
             qp,
             completions: None,
+            resumes: (None, None),
         }
     }
 }
@@ -162,9 +166,14 @@ pub(crate) enum TransferEnd<'a> {
     NotPosted,
     /// A completion of the entry the context's post ended with, on its QP: the
     /// transfer's own completion, or that of the SEND it was chained before. (Requests on
-    /// a send queue complete in order, so all of the post's are done.) It names the entry,
-    /// not the post: the caller passes the completion that resumed the slot for this post
-    /// (`Slot::resume` with the post's tag), which a completion of an earlier post cannot.
+    /// a send queue complete in order, so all of the post's are done.) The completion
+    /// names the entry, not the post; what ties it to the post is that nothing else can
+    /// reach a posted context: a context is posted only from a slot's state
+    /// ([`super::slot::Owner::post`], whose requests resume only that slot), and that
+    /// state is reached again only through the owner the post's own completion resumes
+    /// ([`super::cqe::QpSlotHandler`]); a [`WorkCompletion`] is lent to its handler call
+    /// only. So a completion presented here with a context still in flight is never the
+    /// context's own, and the check refuses it.
     Completed(&'a WorkCompletion),
     /// The transfer's QP was drained.
     Drained(&'a Drained<'a>),
@@ -339,13 +348,13 @@ impl<S: SgLists> RwCtx<S> {
 
     /// The completion entry the binding names for the mapped transfer's direction.
     /// `EINVAL` if nothing is mapped or no entries were named.
-    fn completion(&self) -> Result<*mut bindings::ib_cqe> {
+    fn completion(&self) -> Result<(*mut bindings::ib_cqe, Option<Resumes>)> {
         let mapping = self.mapping.as_ref().ok_or(EINVAL)?;
         let binding = self.binding.as_ref().ok_or(EINVAL)?;
         let (from_remote, to_remote) = binding.completions.ok_or(EINVAL)?;
         Ok(match mapping.dir {
-            Direction::FromRemote => from_remote,
-            Direction::ToRemote => to_remote,
+            Direction::FromRemote => (from_remote, binding.resumes.0),
+            Direction::ToRemote => (to_remote, binding.resumes.1),
         })
     }
 
@@ -391,12 +400,13 @@ impl<S: SgLists> RwCtx<S> {
     /// completion runs the handler of the entry the binding names for its direction. `EINVAL` if nothing is mapped or no entries were named, `EBUSY` if the
     /// transfer was posted already.
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
-        let cqe = self.completion()?;
+        let (cqe, resumes) = self.completion()?;
         let (first, qp, posted) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
         // SAFETY: `first` heads the context's own work requests, which live in the
         // context `self` borrows (and in what `rdma_rw` allocated for it) until it is
-        // destroyed.
-        Ok(unsafe { Prepared::new(first, qp) }.with_posted_flag(posted))
+        // destroyed; the last carries `cqe`, whose completion resumes what the binding
+        // says.
+        Ok(unsafe { Prepared::new(first, qp, resumes) }.with_posted_flag(posted))
     }
 
     /// The mapped transfer, unsignaled, followed by `send` in one chain, ready to post:
@@ -411,10 +421,11 @@ impl<S: SgLists> RwCtx<S> {
             return Err(EINVAL);
         }
         let ends_with = send.completion_key();
+        let resumes = send.resumes();
         let (first, qp, posted) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
         // SAFETY: `first` heads the context's work requests and then `send`, all in what
-        // `'a` borrows.
-        Ok(unsafe { Prepared::new(first, qp) }.with_posted_flag(posted))
+        // `'a` borrows; the SEND is the last, whose completion resumes what it says.
+        Ok(unsafe { Prepared::new(first, qp, resumes) }.with_posted_flag(posted))
     }
 
     /// What the signature MR's PI checks found once the transfer completed: `None` if they

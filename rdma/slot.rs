@@ -9,20 +9,30 @@
 //! executed its request, and so on. Which step runs next is decided by the hardware and
 //! by the kernel's cores, not by a lock. [`Slot`] makes that order a value: the state is
 //! reached only through the slot's one [`Owner`]; a step that hands the slot to an
-//! event ([`Owner::hand_off`], [`Owner::post`]) gives its owner up, and the event's
-//! handler gets it back with [`Slot::resume`] for that event alone. A second completion of
-//! one work request, or an event the slot does not wait for, finds no owner to resume.
+//! event gives its owner up, and only that event gets it back:
+//!
+//! - [`Owner::post`] hands it to the completion of the work requests it posts: the
+//!   layer's completion trampoline ([`super::cqe::QpSlotHandler`]) resumes it and passes
+//!   the owner to the handler. Which completion that is, is the requests' own (their
+//!   [`Resumes`], made by the layer when it bound them to the slot's object), not the
+//!   caller's choice.
+//! - The nvmet binding hands it to the nvmet core, and its `queue_response` trampoline
+//!   resumes it ([`Slot::resume`] is `unsafe`: only such trampolines call it).
+//! - [`Owner::hand_off`] parks it on a list of the slot's user (waiting for send queue
+//!   space), which [`Slot::resume_local`] takes it back from: a parked slot lends nothing
+//!   to a device or a core, so any code may resume it.
+//!
+//! A second completion of one work request, or an event the slot does not wait for,
+//! finds no owner to resume. While an owner exists, nothing the slot posted is in flight:
+//! the owner is proof that the state is the CPU's alone.
 //!
 //! ```ignore
 //! let mut owner = slot.claim().ok_or(EBUSY)?; // off the free list
 //! owner.len = 16;
 //! // The SEND's completion resumes it; on failure the owner comes back.
-//! owner.post(SEND_DONE, |state| Ok(state.send.prepare())).map_err(|(e, _)| e)?;
-//! // ... in the SEND's completion handler:
-//! let Some(owner) = slot.resume(SEND_DONE) else {
-//!     return; // a completion the slot does not wait for: ignored
-//! };
-//! drop(owner); // free again
+//! owner.post(|state| Ok(state.send.prepare())).map_err(|(e, _)| e)?;
+//! // ... the slot's `QpSlotHandler::<SEND>::done` gets `Some(owner)`; a duplicate
+//! // completion gets `None`.
 //! ```
 
 use super::{bindings, qp_handle::QpHandle};
@@ -36,6 +46,7 @@ use core::{
     cell::UnsafeCell,
     marker::PhantomData,
     ops::{Deref, DerefMut},
+    ptr,
     sync::atomic::{
         AtomicU32, AtomicUsize,
         Ordering::{Acquire, Relaxed, Release},
@@ -48,9 +59,22 @@ const FREE: u32 = 0;
 /// An [`Owner`] exists.
 const OWNED: u32 = 1;
 
-/// What a handed-off slot waits for: a kind of completion, a core's answer, a list. Each
-/// user of [`Slot`] names its own.
+/// What a handed-off slot waits for: a kind of completion, a core's answer, a list.
+///
+/// The layers' events (the completions of an object's entries, [`super::cqe::Cqe`]'s
+/// `ID`; the nvmet core) use tags below [`LOCAL_TAGS`]; a slot's user parks it on its own
+/// lists with tags of its choice, which [`Owner::hand_off`] and [`Slot::resume_local`]
+/// move to the range from [`LOCAL_TAGS`] up, so that the two never meet.
 pub(crate) type Tag = u8;
+
+/// The first tag of the slot users' own lists: tags below are the layers' events.
+pub(crate) const LOCAL_TAGS: Tag = 0x80;
+
+/// The largest completion entry `ID` whose completions resume a slot ([`Resumes`]).
+pub(crate) const MAX_COMPLETION_TAG: u64 = 0x3f;
+
+/// The nvmet core's tag: a slot whose request the core has.
+pub(crate) const CORE_TAG: Tag = 0x40;
 
 /// The smallest handed-off state: `awaiting(0)`.
 const AWAITING_MIN: u32 = 2;
@@ -58,6 +82,11 @@ const AWAITING_MIN: u32 = 2;
 /// [`Slot::take_after`] holds the slot while it checks what a hand-off named: no owner
 /// exists, and the events it was handed off to wait, as they do for a post.
 const TAKING: u32 = u32::MAX;
+
+/// The tag a user's list tag `tag` is handed off with: in the local range.
+const fn local(tag: Tag) -> Tag {
+    tag | LOCAL_TAGS
+}
 
 /// Handed off to event `tag`.
 const fn awaiting(tag: Tag) -> u32 {
@@ -152,7 +181,25 @@ impl<T> Slot<T> {
     /// for). A completion that comes while the post that handed the slot off to it has not
     /// returned waits for that post (a few instructions: the provider is done with the
     /// requests it completes, but may still walk the chain they are on).
-    pub(crate) fn resume(&self, tag: Tag) -> Option<Owner<'_, T>> {
+    ///
+    /// # Safety
+    ///
+    /// The caller is event `tag` of this slot: the completion trampoline of the entry whose
+    /// requests [`Owner::post`] handed the slot to (`tag` is their [`Resumes`]'s), or, for
+    /// [`CORE_TAG`], the nvmet core's answer for the request the slot holds. Until it gives
+    /// the slot back, that event holds what the state lent it (buffers, a request) and
+    /// nothing else may use the state.
+    pub(crate) unsafe fn resume(&self, tag: Tag) -> Option<Owner<'_, T>> {
+        self.resume_from(tag)
+    }
+
+    /// Takes the slot back from the user's list `tag` ([`Owner::hand_off`]): `None` unless
+    /// it was parked there. Safe: a parked slot lends nothing to a device or a core.
+    pub(crate) fn resume_local(&self, tag: Tag) -> Option<Owner<'_, T>> {
+        self.resume_from(local(tag))
+    }
+
+    fn resume_from(&self, tag: Tag) -> Option<Owner<'_, T>> {
         loop {
             match self
                 .state
@@ -226,9 +273,9 @@ impl<T> Slot<T> {
         }
     }
 
-    /// Whether the slot is handed off to event `tag` (a snapshot, for diagnostics).
-    pub(crate) fn is_awaiting(&self, tag: Tag) -> bool {
-        self.state.load(Relaxed) == awaiting(tag)
+    /// Whether the slot is parked on the user's list `tag` (a snapshot, for diagnostics).
+    pub(crate) fn is_parked(&self, tag: Tag) -> bool {
+        self.state.load(Relaxed) == awaiting(local(tag))
     }
 
     /// The value, through the slot's only reference.
@@ -256,10 +303,21 @@ impl<'a, T> Owner<'a, T> {
         self.slot
     }
 
-    /// Hands the slot off to event `tag` (a list it waits on): from now on only
-    /// [`Slot::resume`] with that tag reaches the state. No [`Ended`] takes it back.
+    /// Parks the slot on the user's list `tag` (its low seven bits): from now on only
+    /// [`Slot::resume_local`] with that tag reaches the state. No [`Ended`] takes it back.
     pub(crate) fn hand_off(self, tag: Tag) {
         // (0 names nothing an `Ended` shows over)
+        self.hand_off_with(local(tag), 0);
+    }
+
+    /// Hands the slot off to the layers' event `tag`, which resumes it with
+    /// [`Slot::resume`].
+    ///
+    /// # Safety
+    ///
+    /// `tag` is below [`LOCAL_TAGS`], and the event it names will resume the slot (or
+    /// nothing will: the slot then stays taken).
+    pub(crate) unsafe fn hand_off_to_event(self, tag: Tag) {
         self.hand_off_with(tag, 0);
     }
 
@@ -274,7 +332,7 @@ impl<'a, T> Owner<'a, T> {
     /// nothing does.
     #[cfg(CONFIG_KUNIT)]
     pub(crate) unsafe fn hand_off_to(self, tag: Tag, resumer: usize) {
-        self.hand_off_with(tag, resumer);
+        self.hand_off_with(local(tag), resumer);
     }
 
     /// Hands the slot off to event `tag`, naming `resumer` as what resumes it (0: what no
@@ -289,14 +347,16 @@ impl<'a, T> Owner<'a, T> {
     }
 
     /// Posts the send work requests `prepare` takes from the state, and hands the slot off
-    /// to `tag`, the completion of the one that is signaled. On failure, the error, and
-    /// the owner if nothing was posted (the requests could not be prepared, or the
-    /// provider refused the first one). Without the owner, the provider failed after it
-    /// queued some or all of the chain: the slot stays handed off to `tag`, which the
-    /// completion of what was queued resumes, if only when the QP is drained.
+    /// to the completion of the one that is signaled: the requests name the slot they
+    /// resume and with which tag ([`Resumes`], made by the layer when it bound them to the
+    /// slot's object), and that completion's trampoline is the only one that resumes it.
+    /// On failure, the error, and the owner if nothing was posted (the requests could not
+    /// be prepared, are not this slot's (`EINVAL`), or the provider refused the first
+    /// one). Without the owner, the provider failed after it queued some or all of the
+    /// chain: the slot stays handed off, and the completion of what was queued resumes it,
+    /// if only when the QP is drained.
     pub(crate) fn post(
         self,
-        tag: Tag,
         prepare: impl for<'b> FnOnce(&'b mut T) -> Result<Prepared<'b>>,
     ) -> Result<(), (Error, Option<Self>)> {
         let slot = self.slot;
@@ -308,9 +368,21 @@ impl<'a, T> Owner<'a, T> {
         let Prepared {
             first,
             qp,
+            resumes,
             posted: posted_flag,
             ..
         } = prepared;
+        let tag = match resumes {
+            Some(resumes) if resumes.slot == ptr::from_ref(slot).addr() => resumes.tag,
+            _ => {
+                // Requests whose completion would not resume this slot (another slot's,
+                // or no slot's): not posted.
+                if let Some(flag) = posted_flag {
+                    *flag = false;
+                }
+                return Err((EINVAL, Some(self)));
+            }
+        };
         core::mem::forget(self);
         // (the QP's completions resume it: a drain of the QP shows them over)
         slot.resumer.store(qp.address(), Relaxed);
@@ -320,8 +392,8 @@ impl<'a, T> Owner<'a, T> {
         // SAFETY: `first` heads requests prepared from the state (`Prepared`), which stays
         // in place with the slot and unchanged until the post returned: a completion of
         // what it posts waits for that before it resumes the slot. Their completion
-        // entries and buffers outlive them (`SendWr::new`'s and `RwCtx::set_completions`'
-        // promises).
+        // entries and buffers outlive them (`BoundRequest`'s and `RwBinding`'s
+        // invariants).
         let posted = unsafe { qp.gate().post_send(first) };
         match posted {
             Ok(()) => {
@@ -385,10 +457,12 @@ impl<T> Drop for Owner<'_, T> {
 /// # Invariants
 ///
 /// `first` heads a chain of valid send work requests for `qp`, which live in (or are
-/// owned by) what `'a` borrows.
+/// owned by) what `'a` borrows. `resumes`, if set, is what the completion of the chain's
+/// signaled request (its last) resumes.
 pub(crate) struct Prepared<'a> {
     first: *const bindings::ib_send_wr,
     qp: &'a QpHandle,
+    resumes: Option<Resumes>,
     /// The flag of the `rdma_rw` context whose requests head the chain, which says they
     /// were posted: cleared again if the provider refuses the chain's first request.
     posted: Option<&'a mut bool>,
@@ -400,12 +474,18 @@ impl<'a> Prepared<'a> {
     ///
     /// # Safety
     ///
-    /// As the type's invariants say.
-    pub(super) unsafe fn new(first: *const bindings::ib_send_wr, qp: &'a QpHandle) -> Self {
+    /// As the type's invariants say; `resumes` is the [`Resumes`] of the chain's last
+    /// request's completion entry.
+    pub(super) unsafe fn new(
+        first: *const bindings::ib_send_wr,
+        qp: &'a QpHandle,
+        resumes: Option<Resumes>,
+    ) -> Self {
         // INVARIANT: the caller's promise.
         Self {
             first,
             qp,
+            resumes,
             posted: None,
             _state: PhantomData,
         }
@@ -417,6 +497,36 @@ impl<'a> Prepared<'a> {
         Self {
             posted: Some(posted),
             ..self
+        }
+    }
+}
+
+/// What the completion of a work request resumes: the slot of the object whose completion
+/// entry the request carries, with that entry's tag. Made only by the layer, when it binds
+/// a request to an object that embeds both ([`super::cqe::HasSlot`]), so a request can
+/// resume no other slot, and only through its own entry's trampoline.
+///
+/// # Invariants
+///
+/// `slot` is the address of the [`Slot`] of an object `S: HasSlot` whose
+/// `Cqe<S, ID>` entry, made with [`super::Cqe::resuming`], the request carries, and
+/// `tag` is `ID`.
+#[derive(Clone, Copy)]
+pub(crate) struct Resumes {
+    slot: usize,
+    tag: Tag,
+}
+
+impl Resumes {
+    /// What the completion of a request carrying `owner`'s entry `ID` resumes.
+    pub(super) fn of<S: super::cqe::HasSlot + super::cqe::HasCqe<ID>, const ID: u64>(
+        owner: &S,
+    ) -> Self {
+        const { assert!(ID <= MAX_COMPLETION_TAG) };
+        // INVARIANT: `owner`'s slot and its entry `ID`'s tag.
+        Self {
+            slot: ptr::from_ref(owner.slot()).addr(),
+            tag: ID as Tag,
         }
     }
 }

@@ -118,6 +118,7 @@ impl<X, S> Srq<X, S> {
                 self.pd.device_address(),
                 self.pd.local_dma_lkey(),
                 false,
+                None,
             )?
         };
         RecvWr::new(bound)

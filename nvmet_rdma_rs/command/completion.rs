@@ -7,16 +7,9 @@
 
 #![forbid(unsafe_code)]
 
-use super::{
-    free_data, free_rw, handle_command, Connection, Io, RspOwner, RspSlot, RspState, AWAIT_CORE,
-    AWAIT_READ, AWAIT_SEND, AWAIT_WRITE,
-};
+use super::{free_data, free_rw, handle_command, Connection, Io, RspOwner, RspSlot, RspState};
 use crate::nvmet::Request;
-use crate::rdma::{
-    rw::TransferEnd,
-    slot::{Prepared, Tag},
-    WorkCompletion,
-};
+use crate::rdma::{rw::TransferEnd, slot::Prepared, WorkCompletion};
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{prelude::*, sync::ArcBorrow};
@@ -63,11 +56,10 @@ pub(crate) fn recv_done(queue: ArcBorrow<'_, impl Connection>, cmd: u32, wc: &Wo
     handle_command(queue, io, cmd, wc.byte_len);
 }
 
-/// The owner of response slot `rsp`, resumed from `tag` by the completion of the work
-/// request it posted; `None`, counted, for a completion the slot does not wait for (a
-/// provider's second completion of the same request).
-fn resumed<'a>(queue: &impl Connection, rsp: &'a RspSlot, tag: Tag) -> Option<RspOwner<'a>> {
-    let owner = rsp.state.resume(tag);
+/// The owner of a response slot, resumed by the completion of the work request it posted
+/// (the layer's trampoline); `None`, counted, for a completion the slot does not wait for
+/// (a provider's second completion of the same request).
+fn resumed<'a>(queue: &impl Connection, owner: Option<RspOwner<'a>>) -> Option<RspOwner<'a>> {
     if owner.is_none() {
         queue.stats().duplicate_completions.fetch_add(1, Relaxed);
     }
@@ -83,8 +75,13 @@ fn transfer_completed<'a>(queue: &'a impl Connection, owner: &RspOwner<'_>) -> O
 }
 
 /// An RDMA READ of a command's data on `queue`, posted by [`Io::execute`], completed.
-pub(crate) fn read_done(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot, wc: &WorkCompletion) {
-    let Some(mut owner) = resumed(&*queue, rsp, AWAIT_READ) else {
+pub(crate) fn read_done(
+    queue: ArcBorrow<'_, impl Connection>,
+    rsp: &RspSlot,
+    owner: Option<RspOwner<'_>>,
+    wc: &WorkCompletion,
+) {
+    let Some(mut owner) = resumed(&*queue, owner) else {
         return;
     };
     let Some(io) = transfer_completed(&*queue, &owner) else {
@@ -110,9 +107,9 @@ pub(crate) fn read_done(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot, wc
     };
     free_rw(&mut owner, TransferEnd::Completed(wc));
     if pi_status != 0 {
-        Request::complete(owner, AWAIT_CORE, pi_status);
+        Request::complete(owner, pi_status);
     } else {
-        Request::execute(owner, AWAIT_CORE);
+        Request::execute(owner);
     }
 }
 
@@ -127,9 +124,10 @@ fn prepared_send(state: &mut RspState) -> Result<Prepared<'_>> {
 pub(crate) fn write_done(
     queue: ArcBorrow<'_, impl Connection>,
     rsp: &RspSlot,
+    owner: Option<RspOwner<'_>>,
     wc: &WorkCompletion,
 ) {
-    let Some(mut owner) = resumed(&*queue, rsp, AWAIT_WRITE) else {
+    let Some(mut owner) = resumed(&*queue, owner) else {
         return;
     };
     let Some(io) = transfer_completed(&*queue, &owner) else {
@@ -149,7 +147,7 @@ pub(crate) fn write_done(
         io.response_to_device(rsp.index);
     }
     // (the SEND was prepared by `queue_response`)
-    if let Err((_, owner)) = owner.post(AWAIT_SEND, prepared_send) {
+    if let Err((_, owner)) = owner.post(prepared_send) {
         pr_err!("cannot post a response; ending the queue\n");
         // (a SEND the provider queued although the post failed completes, flushed, through
         // `send_done`, which releases the slot)
@@ -161,8 +159,13 @@ pub(crate) fn write_done(
 }
 
 /// A response SEND, posted by [`queue_response`], completed.
-pub(crate) fn send_done(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot, wc: &WorkCompletion) {
-    let Some(owner) = resumed(&*queue, rsp, AWAIT_SEND) else {
+pub(crate) fn send_done(
+    queue: ArcBorrow<'_, impl Connection>,
+    rsp: &RspSlot,
+    owner: Option<RspOwner<'_>>,
+    wc: &WorkCompletion,
+) {
+    let Some(owner) = resumed(&*queue, owner) else {
         return;
     };
     if let Some(io) = queue.io() {
@@ -174,16 +177,13 @@ pub(crate) fn send_done(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot, wc
 }
 
 /// `queue_response`: the nvmet core completed the request of `rsp` (passed to
-/// `nvmet_req_init` by [`Io::start`] on `queue`); send its data and response.
-pub(crate) fn queue_response(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlot) {
-    let Some(mut owner) = rsp.state.resume(AWAIT_CORE) else {
-        pr_err!(
-            "queue {}: the nvmet core completed response slot {}, which it does not hold; ignored\n",
-            queue.number(),
-            rsp.index
-        );
-        return;
-    };
+/// `nvmet_req_init` by [`Io::start`] on `queue`) and gave its slot back (`owner`); send its
+/// data and response.
+pub(crate) fn queue_response(
+    queue: ArcBorrow<'_, impl Connection>,
+    rsp: &RspSlot,
+    mut owner: RspOwner<'_>,
+) {
     let Some(io) = queue.io() else {
         return;
     };
@@ -211,13 +211,13 @@ pub(crate) fn queue_response(queue: ArcBorrow<'_, impl Connection>, rsp: &RspSlo
     }
     io.response_to_device(rsp.index);
     let posted = if !with_data {
-        owner.post(AWAIT_SEND, prepared_send)
+        owner.post(prepared_send)
     } else if owner.rw.is_signature() {
         // With PI the SEND waits for the WRITEs' completion (`write_done`), which tells
         // whether the PI was intact.
-        owner.post(AWAIT_WRITE, |state| state.rw.as_mut().prepare())
+        owner.post(|state| state.rw.as_mut().prepare())
     } else {
-        owner.post(AWAIT_SEND, |state| {
+        owner.post(|state| {
             let send = state.send.as_mut().ok_or(EINVAL)?;
             state.rw.as_mut().prepare_before(send)
         })

@@ -44,7 +44,11 @@ impl Io {
     /// The owner of a response slot taken off the wait list; `None`, logged, if the slot
     /// was not waiting (not expected).
     fn resume_waiting(&self, index: u32) -> Option<RspOwner<'_>> {
-        let owner = self.rsps.get(index as usize)?.state.resume(AWAIT_SQ_SPACE);
+        let owner = self
+            .rsps
+            .get(index as usize)?
+            .state
+            .resume_local(AWAIT_SQ_SPACE);
         if owner.is_none() {
             pr_err!("response slot {index} was on the wait list without waiting; dropped\n");
         }

@@ -6,10 +6,11 @@
 use super::{to_result, CmHandler, CmId};
 use crate::rdma::{
     bindings,
-    cqe::{HasCqe, QpCqeHandler},
+    cqe::{HasCqe, QpCqeHandler, QpSlotHandler},
     qp::{Local, Qp, QpRecords},
     qp_handle::{BoundRequest, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
     rw::{Drained, RwBinding},
+    slot::Resumes,
     Cq, DmaBuf, Pd, Srq,
 };
 use core::ptr::NonNull;
@@ -298,12 +299,13 @@ impl<T: CmHandler> CmId<T> {
         Some(QpHandle::new(verbs.gate.clone()))
     }
 
-    /// A SEND on the QP of `len` bytes at `offset` of a buffer, whose completion runs the
-    /// handler `ID` of the object `place` finds in this id's handler, with the buffer
-    /// (`ENOENT` if it finds none). `inline`: the provider copies the bytes when the SEND
-    /// is posted (only for as many bytes as the QP takes inline:
-    /// [`CmId::max_inline_data`]). `ENOTCONN` before the QP exists, `EINVAL` past the end
-    /// of the buffer or for one mapped for another device.
+    /// A SEND on the QP of `len` bytes at `offset` of a buffer, whose completion resumes
+    /// the slot of the object `place` finds in this id's handler and runs its handler `ID`
+    /// (`ENOENT` if it finds none): it is posted from that slot
+    /// ([`super::super::slot::Owner::post`]), with the buffer. `inline`: the provider
+    /// copies the bytes when the SEND is posted (only for as many bytes as the QP takes
+    /// inline: [`CmId::max_inline_data`]). `ENOTCONN` before the QP exists, `EINVAL` past
+    /// the end of the buffer or for one mapped for another device.
     ///
     /// The object and the buffer live in the handler, which this id keeps until its QP is
     /// drained and destroyed, so the request may be posted as long as the QP takes
@@ -316,15 +318,19 @@ impl<T: CmHandler> CmId<T> {
         inline: bool,
     ) -> Result<SendWr>
     where
-        S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
+        S: HasCqe<ID> + QpSlotHandler<ID, Connection = T>,
     {
-        let bound = self.bind_in_handler(
-            |handler| {
-                let (owner, buf) = place(handler)?;
-                Some((owner, [Some(Range { buf, offset, len }), None]))
-            },
-            inline,
-        )?;
+        // SAFETY: `S`'s completions find this id's handler (`S::Connection` is `T`).
+        let bound = unsafe {
+            self.bind_in_handler(
+                |handler| {
+                    let (owner, buf) = place(handler)?;
+                    Some((owner, [Some(Range { buf, offset, len }), None]))
+                },
+                inline,
+                |owner| Some(Resumes::of::<S, ID>(owner)),
+            )
+        }?;
         SendWr::new(bound)
     }
 
@@ -340,48 +346,71 @@ impl<T: CmHandler> CmId<T> {
     where
         S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
     {
-        let bound = self.bind_in_handler(
-            |handler| {
-                let (owner, first, second) = place(handler)?;
-                Some((owner, [Some(first), second]))
-            },
-            false,
-        )?;
+        // SAFETY: `S`'s completions find this id's handler (`S::Connection` is `T`).
+        let bound = unsafe {
+            self.bind_in_handler::<S, ID>(
+                |handler| {
+                    let (owner, first, second) = place(handler)?;
+                    Some((owner, [Some(first), second]))
+                },
+                false,
+                |_| None,
+            )
+        }?;
         RecvWr::new(bound)
     }
 
     /// Binds `rdma_rw` contexts to the QP ([`super::super::rw::RwCtx::bind`]): their
     /// transfers posted alone complete on the entries of the object `place` finds in this
     /// id's handler, READs on handler `R`, WRITEs on handler `W` (`ENOENT` if it finds
-    /// none). `ENOTCONN` before the QP exists.
+    /// none), and resume that object's slot, from which they are posted. `ENOTCONN`
+    /// before the QP exists.
     pub(crate) fn rw_binding<S, const R: u64, const W: u64>(
         &self,
         place: impl for<'a> Fn(&'a T) -> Option<&'a S>,
     ) -> Result<RwBinding>
     where
         S: HasCqe<R>
-            + QpCqeHandler<R, Connection = T>
+            + QpSlotHandler<R, Connection = T>
             + HasCqe<W>
-            + QpCqeHandler<W, Connection = T>,
+            + QpSlotHandler<W, Connection = T>,
     {
-        let from_remote =
-            self.bind_in_handler::<S, R>(|handler| Some((place(handler)?, [None, None])), false)?;
-        let to_remote =
-            self.bind_in_handler::<S, W>(|handler| Some((place(handler)?, [None, None])), false)?;
+        // SAFETY: `S`'s completions find this id's handler (`S::Connection` is `T`).
+        let (from_remote, to_remote) = unsafe {
+            (
+                self.bind_in_handler::<S, R>(
+                    |handler| Some((place(handler)?, [None, None])),
+                    false,
+                    |owner| Some(Resumes::of::<S, R>(owner)),
+                )?,
+                self.bind_in_handler::<S, W>(
+                    |handler| Some((place(handler)?, [None, None])),
+                    false,
+                    |owner| Some(Resumes::of::<S, W>(owner)),
+                )?,
+            )
+        };
         RwBinding::new(from_remote, to_remote)
     }
 
     /// The entry `ID` of the object `place` finds in this id's handler, and the ranges it
-    /// finds there, bound to the QP. `ENOENT` if it finds none, `ENOTCONN` before the QP
-    /// exists, `EINVAL` for a range that is not in its buffer or is mapped for another
-    /// device.
-    fn bind_in_handler<S, const ID: u64>(
+    /// finds there, bound to the QP, with what its completion resumes (`resumes`). `ENOENT`
+    /// if it finds none, `ENOTCONN` before the QP exists, `EINVAL` for a range that is not
+    /// in its buffer or is mapped for another device.
+    ///
+    /// # Safety
+    ///
+    /// The completions of `S`'s entry `ID` find this id's handler: it was made with
+    /// [`super::super::Cqe::on_qp`] or [`super::super::Cqe::resuming`] for an `S` whose
+    /// `Connection` is `T`, or with [`super::super::Cqe::new`].
+    unsafe fn bind_in_handler<S, const ID: u64>(
         &self,
         place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, [Option<Range<'a>>; 2])>,
         inline: bool,
+        resumes: impl FnOnce(&S) -> Option<Resumes>,
     ) -> Result<BoundRequest>
     where
-        S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
+        S: HasCqe<ID>,
     {
         let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
         let lkey = self
@@ -391,13 +420,22 @@ impl<T: CmHandler> CmId<T> {
         let device = self.device().ok_or(ENODEV)?.as_raw() as usize;
         let handler = self.handler();
         let (owner, ranges) = place(&handler).ok_or(ENOENT)?;
+        let resumes = resumes(owner);
         // SAFETY: the object and the buffers live, in place, in this id's handler (`place`
         // borrows them from there for any lifetime, so they live as long as the handler),
         // which the id keeps until its QP was drained and destroyed (`Drop`); the object's
-        // completions find that handler (`S::Connection` is `T`); `lkey` and `device` are
-        // the QP's.
+        // completions find that handler (the function's safety section); `lkey` and
+        // `device` are the QP's.
         unsafe {
-            BoundRequest::new::<S, ID>(PostTarget::Qp(qp), owner, &ranges, device, lkey, inline)
+            BoundRequest::new::<S, ID>(
+                PostTarget::Qp(qp),
+                owner,
+                &ranges,
+                device,
+                lkey,
+                inline,
+                resumes,
+            )
         }
     }
 
