@@ -150,10 +150,11 @@ impl<'a> Qp<'a> {
         self.qp.as_ptr() as usize
     }
 
-    /// Posts a receive into `local`; `on_done` runs with its completion.
+    /// Posts a receive into `local`; `on_done` runs with its completion, which it is only
+    /// lent for the call (no completion outlives its handler: see [`WorkCompletion`]).
     pub(crate) fn post_recv<F>(&self, local: Local<'_>, on_done: F) -> Result
     where
-        F: FnOnce(WorkCompletion) + Send + 'static,
+        F: FnOnce(&WorkCompletion) + Send + 'static,
     {
         check_range(&local)?;
         self.records.post(|| self.post_recv_open(local, on_done))
@@ -161,7 +162,7 @@ impl<'a> Qp<'a> {
 
     fn post_recv_open<F>(&self, local: Local<'_>, on_done: F) -> Result
     where
-        F: FnOnce(WorkCompletion) + Send + 'static,
+        F: FnOnce(&WorkCompletion) + Send + 'static,
     {
         let mut sge = sge(&local);
         let record = in_flight(self.records, on_done, Some(local.buf.clone()), None, None)?;
@@ -175,8 +176,8 @@ impl<'a> Qp<'a> {
         finish_post::<F>(self.records, ret, refused, record)
     }
 
-    /// Posts a send queue operation, signalled; `on_done` runs with its completion.
-    /// `ENOTCONN` once the QP is being drained.
+    /// Posts a send queue operation, signalled; `on_done` runs with its completion, lent
+    /// for the call as in [`Qp::post_recv`]. `ENOTCONN` once the QP is being drained.
     ///
     /// An RDMA READ (without invalidate) or WRITE goes through an `rdma_rw` context, as a
     /// kernel ULP's does: the RDMA core reaches `local` through the PD's local DMA lkey, or
@@ -185,14 +186,14 @@ impl<'a> Qp<'a> {
     /// `local.lkey` is not used. The context is destroyed when that one completes.
     pub(crate) fn post_send<F>(&self, op: SendOp<'_>, on_done: F) -> Result
     where
-        F: FnOnce(WorkCompletion) + Send + 'static,
+        F: FnOnce(&WorkCompletion) + Send + 'static,
     {
         self.records.post(|| self.post_send_open(op, on_done))
     }
 
     fn post_send_open<F>(&self, op: SendOp<'_>, on_done: F) -> Result
     where
-        F: FnOnce(WorkCompletion) + Send + 'static,
+        F: FnOnce(&WorkCompletion) + Send + 'static,
     {
         let mut rdma: bindings::ib_rdma_wr = pin_init::zeroed();
         let mut reg: bindings::ib_reg_wr = pin_init::zeroed();
@@ -275,7 +276,7 @@ impl Qp<'_> {
     /// `rdma_rw` context that the request's record owns (see [`Qp::post_send`]).
     fn post_rw<F>(&self, local: Local<'_>, remote: RemoteBuf, dir: Direction, on_done: F) -> Result
     where
-        F: FnOnce(WorkCompletion) + Send + 'static,
+        F: FnOnce(&WorkCompletion) + Send + 'static,
     {
         check_range(&local)?;
         let lists = BufSgl::new(local.buf, local.offset, local.len)?;

@@ -12,8 +12,10 @@ use kernel::prelude::*;
 
 /// What a completed work request reports.
 ///
-/// Neither `Clone` nor `Copy`: a completion names the request it completes, which the
-/// layer takes as a proof (see `cqe`), so only the completion itself is handed on.
+/// Neither `Clone` nor `Copy`, and only lent to a handler (`&WorkCompletion`, for the
+/// handler's call): a completion names the request it completes, which the layer takes as
+/// a proof (see `cqe`), so it must not outlive the call that reports it. What a handler
+/// wants to keep it copies out (`status`, `byte_len`, ...).
 #[derive(Debug)]
 pub(crate) struct WorkCompletion {
     /// `IB_WC_*` status.

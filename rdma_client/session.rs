@@ -48,6 +48,33 @@ enum Tag {
 }
 const TAGS: usize = 5;
 
+/// What a work completion reported, copied out in its handler: the layer only lends a
+/// [`WorkCompletion`] for the handler's call.
+#[derive(Clone, Copy)]
+struct Outcome {
+    /// Whether the request succeeded.
+    ok: bool,
+    /// `IB_WC_*` status, and its name.
+    status: u32,
+    status_name: &'static CStr,
+    /// Bytes received (receives only).
+    byte_len: u32,
+    /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
+    invalidated_rkey: Option<u32>,
+}
+
+impl From<&WorkCompletion> for Outcome {
+    fn from(wc: &WorkCompletion) -> Self {
+        Self {
+            ok: wc.is_ok(),
+            status: wc.status,
+            status_name: wc.status_name(),
+            byte_len: wc.byte_len,
+            invalidated_rkey: wc.invalidated_rkey,
+        }
+    }
+}
+
 /// What callbacks report to the waiting operation.
 struct Inbox {
     /// The last connection-establishment event and its status.
@@ -58,9 +85,9 @@ struct Inbox {
     /// disconnect, its own disconnect, or the device going away.
     cm_closed: bool,
     /// Send queue completions, by tag.
-    done: [Option<WorkCompletion>; TAGS],
+    done: [Option<Outcome>; TAGS],
     /// A received message: slot, completion, header, and when it arrived.
-    received: Option<(usize, WorkCompletion, [u8; HEADER_SIZE], Instant<Monotonic>)>,
+    received: Option<(usize, Outcome, [u8; HEADER_SIZE], Instant<Monotonic>)>,
     /// The running benchmark's completions.
     bench: BenchProgress,
 }
@@ -70,7 +97,7 @@ struct Inbox {
 struct BenchProgress {
     run: u32,
     completed: u32,
-    failed: Option<WorkCompletion>,
+    failed: Option<Outcome>,
     /// Post-to-completion time of each operation, in nanoseconds; its capacity is reserved
     /// before the run, so completions never allocate.
     samples: KVVec<u64>,
@@ -304,7 +331,7 @@ impl Session {
                 session.recv_messages.fetch_add(1, Relaxed);
                 session.recv_bytes.fetch_add(wc.byte_len.into(), Relaxed);
             }
-            session.inbox.lock().received = Some((slot, wc, header, Instant::now()));
+            session.inbox.lock().received = Some((slot, wc.into(), header, Instant::now()));
             session.changed.notify_all();
         })
     }
@@ -315,20 +342,20 @@ impl Session {
         this.inbox.lock().done[tag as usize] = None;
         let session = this.clone();
         qp.post_send(op, move |wc| {
-            session.inbox.lock().done[tag as usize] = Some(wc);
+            session.inbox.lock().done[tag as usize] = Some(wc.into());
             session.changed.notify_all();
         })
     }
 
     /// Waits for the completion of the operation posted under `tag`; `EIO` if it failed,
     /// with its status in the log.
-    fn completed(&self, tag: Tag, what: &str) -> Result<WorkCompletion> {
+    fn completed(&self, tag: Tag, what: &str) -> Result<Outcome> {
         let wc = self.wait(|inbox| inbox.done[tag as usize].take())?;
-        if !wc.is_ok() {
+        if !wc.ok {
             pr_err!(
                 "send: {} failed: {} (status {})\n",
                 what,
-                wc.status_name().to_str().unwrap_or("?"),
+                wc.status_name.to_str().unwrap_or("?"),
                 wc.status
             );
             return Err(EIO);
@@ -487,10 +514,10 @@ impl Session {
         };
         this.send_messages.fetch_add(1, Relaxed);
         this.send_bytes.fetch_add(total.into(), Relaxed);
-        if !wc.is_ok() {
+        if !wc.ok {
             pr_err!(
                 "receive failed: {}\n",
-                wc.status_name().to_str().unwrap_or("?")
+                wc.status_name.to_str().unwrap_or("?")
             );
             return Err(EIO);
         }

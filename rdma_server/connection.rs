@@ -329,8 +329,8 @@ impl Connection {
     }
 
     /// A receive completed: a TEXT message (or a flush at teardown).
-    fn received(this: Arc<Self>, slot: usize, wc: WorkCompletion) {
-        if !this.check(&wc, c"receive") {
+    fn received(this: Arc<Self>, slot: usize, wc: &WorkCompletion) {
+        if !this.check(wc, c"receive") {
             return;
         }
         this.recvs.add(wc.byte_len);
@@ -421,7 +421,7 @@ impl Connection {
             .dma_local(&link.send, slot * HEADER_SIZE, HEADER_SIZE as u32)?;
         let connection = this.clone();
         qp.post_send(SendOp::Send { local, invalidate }, move |wc| {
-            if !connection.check(&wc, c"SEND") {
+            if !connection.check(wc, c"SEND") {
                 return;
             }
             connection.sends.add(HEADER_SIZE as u32);

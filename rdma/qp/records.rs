@@ -61,7 +61,7 @@ pub(super) struct InFlight<F> {
 /// Called by the RDMA core with a completion whose `wr_cqe` is the `cqe` of an
 /// `InFlight<F>` made by `in_flight` and posted, which is on its QP's [`QpRecords`]
 /// (alive while completions of the QP run).
-unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
+unsafe extern "C" fn done<F: FnOnce(&WorkCompletion) + Send + 'static>(
     _cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
 ) {
@@ -112,7 +112,7 @@ unsafe extern "C" fn done<F: FnOnce(WorkCompletion) + Send + 'static>(
         mr.complete(*effect, ok);
     }
     if let Some(on_done) = on_done.take() {
-        on_done(completion);
+        on_done(&completion);
     }
     *buf = None;
     *mr = None;
@@ -321,7 +321,7 @@ unsafe impl Sync for QpRecords {}
 /// list, which owns it from then on: its completion, a refused post (`finish_post`) or
 /// the QP's end frees it. Atomic allocation: posts may come from completion callbacks in
 /// softirq context.
-pub(super) fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
+pub(super) fn in_flight<F: FnOnce(&WorkCompletion) + Send + 'static>(
     records: &QpRecords,
     on_done: F,
     buf: Option<DmaBuf>,
@@ -361,7 +361,7 @@ pub(super) fn in_flight<F: FnOnce(WorkCompletion) + Send + 'static>(
 /// it. A provider may also fail a post whose request it queued anyway (siw, when it
 /// cannot start a READ: the request stays in its send queue and is flushed later), so
 /// without that word the record stays on the list, for its completion or the QP's end.
-pub(super) fn finish_post<F: FnOnce(WorkCompletion) + Send + 'static>(
+pub(super) fn finish_post<F: FnOnce(&WorkCompletion) + Send + 'static>(
     records: &QpRecords,
     ret: c_int,
     refused: bool,

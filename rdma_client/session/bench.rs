@@ -131,7 +131,7 @@ impl Session {
                 }
                 bench.completed += 1;
                 if !wc.is_ok() {
-                    bench.failed.get_or_insert(wc);
+                    bench.failed.get_or_insert(wc.into());
                 } else if bench.samples.len() < bench.samples.capacity() {
                     // Within the reserved capacity: no allocation.
                     let _ = bench.samples.push(nanos, GFP_ATOMIC);
@@ -157,7 +157,7 @@ impl Session {
         if let Some(wc) = failed {
             pr_err!(
                 "bench: work request failed: {} (status {})\n",
-                wc.status_name().to_str().unwrap_or("?"),
+                wc.status_name.to_str().unwrap_or("?"),
                 wc.status
             );
             return Err(EIO);

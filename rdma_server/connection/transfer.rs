@@ -57,7 +57,7 @@ impl Connection {
         // iWARP writes READ responses through the sink's key: it needs remote write access.
         let access = access::LOCAL_WRITE | access::REMOTE_WRITE;
         qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
-            if !connection.check(&wc, c"PING buffer registration") {
+            if !connection.check(wc, c"PING buffer registration") {
                 return;
             }
             let guard = connection.lifecycle.link();
@@ -86,7 +86,7 @@ impl Connection {
         let access = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
         let registered = mr.clone();
         qp.post_send(SendOp::Register { mr: &mr, access }, move |wc| {
-            if !connection.check(&wc, c"BENCH buffer registration") {
+            if !connection.check(wc, c"BENCH buffer registration") {
                 return;
             }
             let guard = connection.lifecycle.link();
@@ -155,9 +155,9 @@ impl Connection {
         message: Message,
         buf: DmaBuf,
         offset: usize,
-        wc: WorkCompletion,
+        wc: &WorkCompletion,
     ) {
-        if !this.check(&wc, c"RDMA READ") {
+        if !this.check(wc, c"RDMA READ") {
             return;
         }
         this.reads.add(message.length);
@@ -187,7 +187,7 @@ impl Connection {
                     remote: message.sink,
                 },
                 move |wc| {
-                    if connection.check(&wc, c"RDMA WRITE") {
+                    if connection.check(wc, c"RDMA WRITE") {
                         connection.writes.add(length);
                     }
                 },
