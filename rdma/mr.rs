@@ -6,9 +6,13 @@
 //! remote access faults: its key can only be advertised ([`Mr::remote`]) once a
 //! registration completed successfully, a valid MR must be invalidated (locally or by the
 //! peer) before it is mapped again, and every registration is signalled.
+//!
+//! An MR keeps (a clone of) the buffer it maps until it maps another one or is
+//! deregistered, so no order of drops frees memory a registration may still reach.
 
 use super::{bindings, qp::RemoteBuf, DmaBuf, Pd};
 use core::{
+    cell::UnsafeCell,
     ptr::NonNull,
     sync::atomic::{AtomicU8, Ordering},
 };
@@ -26,10 +30,19 @@ pub(crate) mod access {
     pub(crate) const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
 }
 
+/// Not registered: may be mapped.
 const INVALID: u8 = 0;
+/// A registration is posted.
 const REGISTERING: u8 = 1;
+/// Registered: the key works.
 const VALID: u8 = 2;
+/// An invalidation is posted.
 const INVALIDATING: u8 = 3;
+/// A `map` runs (it alone uses the MR's mapping and the buffer it keeps).
+const MAPPING: u8 = 4;
+/// An invalidation failed: the device may still honour the key, so the MR is never mapped
+/// again, and keeps its buffer until it is deregistered.
+const FAILED: u8 = 5;
 
 /// A fast-registration MR. Clones share it; posted work requests hold a clone.
 #[derive(Clone)]
@@ -38,16 +51,23 @@ pub(crate) struct Mr(Arc<Region>);
 /// # Invariants
 ///
 /// `mr` came from `ib_alloc_mr` on `pd` and is deregistered only in `Drop`, before `pd`
-/// is released (fields drop after `drop`).
+/// is released and `buf` unmapped (fields drop after `drop`).
+///
+/// `buf` holds the buffer that the MR's page list describes, if any: it is set before the
+/// page list is (re)written, and only replaced under the `MAPPING` state, which one `map`
+/// at a time holds (taken by a compare-exchange from `INVALID`, when no registration is
+/// posted or live); nothing else but `Drop` touches it.
 struct Region {
     mr: NonNull<bindings::ib_mr>,
     _pd: Arc<Pd>,
     max_pages: u32,
     state: AtomicU8,
     mapped_len: core::sync::atomic::AtomicU32,
+    buf: UnsafeCell<Option<DmaBuf>>,
 }
 
-// SAFETY: an MR handle may be used from any thread; state changes are atomic.
+// SAFETY: an MR handle may be used from any thread; state changes are atomic, and `buf`
+// (a `Send` buffer) is used by one `map` at a time (type invariant).
 unsafe impl Send for Region {}
 // SAFETY: as above.
 unsafe impl Sync for Region {}
@@ -71,6 +91,7 @@ impl Mr {
             max_pages,
             state: AtomicU8::new(INVALID),
             mapped_len: core::sync::atomic::AtomicU32::new(0),
+            buf: UnsafeCell::new(None),
         };
         Ok(Self(Arc::new(region, GFP_KERNEL)?))
     }
@@ -92,11 +113,11 @@ impl Mr {
     }
 
     /// Maps `len` bytes of `buf` at `offset` into the (invalid) MR and rotates its key, so a
-    /// peer holding the previous key cannot use the new registration.
+    /// peer holding the previous key cannot use the new registration. The MR keeps a clone
+    /// of `buf` until it maps another buffer or is deregistered (the one it kept before
+    /// goes now: no registration can reach it any more). `EBUSY` unless the MR is invalid
+    /// (a registration or invalidation posted, a key live, another `map` running).
     pub(crate) fn map(&self, buf: &DmaBuf, offset: usize, len: u32) -> Result {
-        if self.0.state.load(Ordering::Acquire) != INVALID {
-            return Err(EBUSY);
-        }
         let end = offset.checked_add(len as usize).ok_or(EINVAL)?;
         if len == 0 || end > buf.len() {
             return Err(EINVAL);
@@ -104,14 +125,39 @@ impl Mr {
         if buf.pages(offset, len as usize) > self.0.max_pages {
             return Err(E2BIG);
         }
+        // INVARIANT: this call alone holds `MAPPING`, taken from `INVALID`.
+        self.0
+            .state
+            .compare_exchange(INVALID, MAPPING, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| EBUSY)?;
+        // SAFETY: this call holds `MAPPING` (just taken); `len` bytes at `offset` lie in
+        // `buf` (checked above).
+        let result = unsafe { self.map_claimed(buf, offset, len) };
+        self.0.state.store(INVALID, Ordering::Release);
+        result
+    }
+
+    /// [`Mr::map`], once claimed.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the MR in the `MAPPING` state, taken from `INVALID`; `len` bytes at
+    /// `offset` lie in `buf`.
+    unsafe fn map_claimed(&self, buf: &DmaBuf, offset: usize, len: u32) -> Result {
+        // SAFETY: the caller holds `MAPPING`, so nothing else uses `buf` (type invariant).
+        // INVARIANT: the buffer is kept before the page list points into it; the one kept
+        // before is not registered (the MR was `INVALID`), so it may go.
+        unsafe { *self.0.buf.get() = Some(buf.clone()) };
         let page = kernel::page::PAGE_SIZE as u32;
         let mut sg: bindings::scatterlist = pin_init::zeroed();
         // SAFETY: `sg` is a single local entry; the helper marks it the end of the table
         // and sets its DMA address and length to a range of `buf`'s mapping.
         unsafe { bindings::rdma_rs_sg_set_dma(&mut sg, buf.dma_addr(offset), len) };
         let key = (self.rkey().wrapping_add(1) & 0xff) as u8;
-        // SAFETY: the MR is live and not registered (state INVALID), so its key may change
-        // and it may be mapped; `sg` lives for the call.
+        // SAFETY: the MR is live (type invariant) and the caller holds `MAPPING`, taken from
+        // `INVALID`: no registration or invalidation of it is posted and its key is not live,
+        // and no other `map` runs, so its key and page list may change; `sg` lives for the
+        // call, and the buffer it points into is kept (above).
         let mapped = unsafe {
             bindings::rdma_rs_ib_update_fast_reg_key(self.as_raw(), key);
             bindings::ib_map_mr_sg(self.as_raw(), &mut sg, 1, core::ptr::null_mut(), page)
@@ -177,9 +223,12 @@ impl Mr {
         let state = match (effect, ok) {
             (super::qp::MrEffectKind::Registered, true) => VALID,
             (super::qp::MrEffectKind::Invalidated, true) => INVALID,
-            // A failed work request leaves the MR unusable until reset: treat it as invalid,
-            // which forces a new map (and key) before it is used again.
-            (_, false) => INVALID,
+            // A failed registration did not register: a new map (and key) before it is
+            // used again.
+            (super::qp::MrEffectKind::Registered, false) => INVALID,
+            // A failed invalidation may have left the key working: never mapped again, the
+            // MR keeps its buffer until it is deregistered.
+            (super::qp::MrEffectKind::Invalidated, false) => FAILED,
         };
         self.0.state.store(state, Ordering::Release);
     }
@@ -189,5 +238,6 @@ impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: live by the type invariant; no work request holds it (they hold clones).
         unsafe { bindings::rdma_rs_ib_dereg_mr(self.mr.as_ptr()) };
+        // `buf`, a field, is released after this body: once no key reaches it.
     }
 }

@@ -124,8 +124,8 @@ pub(crate) struct Link {
     id: CmId<Connection>,
 }
 
-/// A buffer and an MR that can register all of it. (Field order is drop order: the MR
-/// goes before the memory it registers.)
+/// A buffer and an MR that can register all of it. (The MR keeps the buffer it maps until
+/// it is deregistered, with its last clone: no drop order matters.)
 struct Registered {
     mr: Mr,
     buf: DmaBuf,

@@ -79,7 +79,9 @@ impl Connection {
         let scratch = Registered::new(link, message.length as usize)?;
         scratch.mr.map(&scratch.buf, 0, message.length)?;
         let mr = scratch.mr.clone();
-        // The previous scratch buffer, if any, is deregistered here: its key dies with it.
+        // The previous scratch buffer, if any, is released here: its MR, with the last of
+        // its clones (a completion may still hold one), which deregisters it, and then the
+        // buffer it keeps.
         *this.scratch.lock() = Some(scratch);
         let connection = this.clone();
         let qp = link.id.qp().ok_or(EINVAL)?;
