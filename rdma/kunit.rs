@@ -4,8 +4,9 @@
 //! printed, classified), completion dispatch (an `ib_cqe`'s `done` reaching the handler
 //! of the object that embeds it, with what the work completion reports) and slot
 //! hand-offs (one owner at a time, resumed only by the event it was handed off to),
-//! values published once ([`crate::rdma::PublishOnce`]) and page lists pointed again
-//! without being initialised again ([`crate::rdma::sgl::PageSgl`]).
+//! values published once ([`crate::rdma::PublishOnce`]), page lists pointed again
+//! without being initialised again ([`crate::rdma::sgl::PageSgl`]) and an MR's state
+//! machine ([`crate::rdma::mr::MrState`]: one `map` at a time, none while a key works).
 //!
 //! The layer is compiled into each module of the project; its suites are compiled into
 //! `nvmet_rdma_rs` only (`#[path]`-included from its crate root), so that each runs once
@@ -470,5 +471,115 @@ mod page_sgl {
         // Still usable after the refusals.
         assert_eq!(walk(&sgl, &pages, 0, 16)?.0, 1);
         Ok(())
+    }
+}
+
+#[kunit_tests(rdma_rs_mr_state)]
+mod mr_state {
+    use crate::rdma::mr::MrState;
+    use kernel::prelude::*;
+
+    /// A state mapped and registered: its key works.
+    fn registered() -> MrState {
+        let state = MrState::new();
+        assert_eq!(state.start_map(), Ok(()));
+        state.end_map(true);
+        assert_eq!(state.begin_registration(), Ok(()));
+        state.registered(true);
+        assert!(state.is_valid());
+        state
+    }
+
+    #[test]
+    fn second_map_refused() {
+        let state = MrState::new();
+        assert_eq!(state.start_map(), Ok(()));
+        // Another map, or a registration, while the first map runs.
+        assert_eq!(state.start_map(), Err(EBUSY));
+        assert_eq!(state.begin_registration(), Err(EBUSY));
+        state.end_map(true);
+        // Mapped, not registered: may be mapped again.
+        assert_eq!(state.start_map(), Ok(()));
+        state.end_map(true);
+        assert_eq!(state.begin_registration(), Ok(()));
+        // A registration posted, then in place: no map.
+        assert_eq!(state.start_map(), Err(EBUSY));
+        state.registered(true);
+        assert_eq!(state.start_map(), Err(EBUSY));
+        assert_eq!(state.begin_registration(), Err(EBUSY));
+        assert_eq!(state.begin_invalidation(), Ok(()));
+        assert_eq!(state.start_map(), Err(EBUSY));
+        state.invalidated(true);
+        assert!(!state.is_valid());
+        assert_eq!(state.start_map(), Ok(()));
+    }
+
+    #[test]
+    fn registration_needs_a_map() {
+        let state = MrState::new();
+        assert_eq!(state.begin_registration(), Err(EBUSY));
+        // A failed map maps nothing.
+        assert_eq!(state.start_map(), Ok(()));
+        state.end_map(false);
+        assert_eq!(state.begin_registration(), Err(EBUSY));
+        // A failed registration: a new map before the next one.
+        assert_eq!(state.start_map(), Ok(()));
+        state.end_map(true);
+        assert_eq!(state.begin_registration(), Ok(()));
+        state.registered(false);
+        assert!(!state.is_valid());
+        assert_eq!(state.begin_registration(), Err(EBUSY));
+        assert_eq!(state.start_map(), Ok(()));
+        // Invalidated: a new map too.
+        state.end_map(true);
+        assert_eq!(state.begin_registration(), Ok(()));
+        state.registered(true);
+        assert_eq!(state.begin_invalidation(), Ok(()));
+        state.invalidated(true);
+        assert_eq!(state.begin_registration(), Err(EBUSY));
+    }
+
+    #[test]
+    fn failed_invalidation_sticks() {
+        let state = registered();
+        assert_eq!(state.begin_invalidation(), Ok(()));
+        state.invalidated(false);
+        assert!(!state.is_valid());
+        assert_eq!(state.start_map(), Err(EBUSY));
+        assert_eq!(state.begin_registration(), Err(EBUSY));
+        assert_eq!(state.begin_invalidation(), Err(EBUSY));
+        assert_eq!(state.invalidated_remotely(|| true), Err(EINVAL));
+    }
+
+    #[test]
+    fn remote_invalidation() {
+        let state = MrState::new();
+        assert_eq!(state.invalidated_remotely(|| true), Err(EINVAL));
+        let state = registered();
+        // A report of another key (or QP) changes nothing.
+        assert_eq!(state.invalidated_remotely(|| false), Err(EINVAL));
+        assert!(state.is_valid());
+        assert_eq!(state.invalidated_remotely(|| true), Ok(()));
+        assert!(!state.is_valid());
+        assert_eq!(state.invalidated_remotely(|| true), Err(EINVAL));
+        assert_eq!(state.start_map(), Ok(()));
+    }
+
+    #[test]
+    fn remote_invalidation_of_a_registration_gone() {
+        let state = registered();
+        // While the report is checked, the registration it was of goes, and the MR is
+        // mapped and registered again: the report does not end the new registration.
+        let result = state.invalidated_remotely(|| {
+            assert_eq!(state.begin_invalidation(), Ok(()));
+            state.invalidated(true);
+            assert_eq!(state.start_map(), Ok(()));
+            state.end_map(true);
+            assert_eq!(state.begin_registration(), Ok(()));
+            state.registered(true);
+            true
+        });
+        assert_eq!(result, Err(EINVAL));
+        assert!(state.is_valid());
     }
 }

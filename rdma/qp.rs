@@ -228,7 +228,6 @@ impl<'a> Qp<'a> {
                 rdma.remote_addr = remote.addr;
                 rdma.rkey = remote.rkey;
                 rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV;
-                rdma.wr.ex.invalidate_rkey = mr.lkey();
                 (
                     Some(local.buf.clone()),
                     Some((mr.clone(), MrEffectKind::Invalidated)),
@@ -238,24 +237,31 @@ impl<'a> Qp<'a> {
                 use_reg = true;
                 reg.wr.opcode = bindings::ib_wr_opcode_IB_WR_REG_MR;
                 reg.mr = mr.as_raw();
-                reg.key = mr.rkey();
                 reg.access = i32::try_from(access).map_err(|_| EINVAL)?;
                 (None, Some((mr.clone(), MrEffectKind::Registered)))
             }
             SendOp::Invalidate { mr } => {
                 rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_LOCAL_INV;
-                rdma.wr.ex.invalidate_rkey = mr.rkey();
                 (None, Some((mr.clone(), MrEffectKind::Invalidated)))
             }
         };
         if let Some((mr, effect)) = &mr {
             mr.begin(*effect)?;
+            // The keys, read once `begin` took the MR: no `map` changes them until the
+            // request completed.
+            if use_reg {
+                reg.key = mr.rkey();
+            } else if rdma.wr.opcode == bindings::ib_wr_opcode_IB_WR_LOCAL_INV {
+                rdma.wr.ex.invalidate_rkey = mr.rkey();
+            } else {
+                rdma.wr.ex.invalidate_rkey = mr.lkey();
+            }
         }
         let record = match in_flight(self.records, on_done, buf, mr.clone(), None) {
             Ok(record) => record,
             Err(e) => {
                 if let Some((mr, effect)) = &mr {
-                    mr.complete(*effect, false);
+                    mr.complete(*effect, None);
                 }
                 return Err(e);
             }

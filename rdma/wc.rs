@@ -59,6 +59,11 @@ impl WorkCompletion {
         self.cqe == cqe && self.qp == qp
     }
 
+    /// The address of the QP whose request this completes (only compared).
+    pub(super) fn qp_address(&self) -> usize {
+        self.qp
+    }
+
     /// Whether the request succeeded.
     pub(crate) fn is_ok(&self) -> bool {
         self.status == bindings::ib_wc_status_IB_WC_SUCCESS

@@ -61,6 +61,9 @@ struct Outcome {
     byte_len: u32,
     /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
     invalidated_rkey: Option<u32>,
+    /// Whether that was the key of the MR the session watched ([`Inbox::invalidatable`]),
+    /// which is invalid now.
+    watched_invalidated: bool,
 }
 
 impl From<&WorkCompletion> for Outcome {
@@ -71,6 +74,7 @@ impl From<&WorkCompletion> for Outcome {
             status_name: wc.status_name(),
             byte_len: wc.byte_len,
             invalidated_rkey: wc.invalidated_rkey,
+            watched_invalidated: false,
         }
     }
 }
@@ -88,6 +92,9 @@ struct Inbox {
     done: [Option<Outcome>; TAGS],
     /// A received message: slot, completion, header, and when it arrived.
     received: Option<(usize, Outcome, [u8; HEADER_SIZE], Instant<Monotonic>)>,
+    /// The MR the server may invalidate with its next message (SEND_WITH_INV): the
+    /// receive's handler notes it invalid if its completion says so (only a completion can).
+    invalidatable: Option<Mr>,
     /// The running benchmark's completions.
     bench: BenchProgress,
 }
@@ -163,6 +170,7 @@ impl Session {
                     cm_closed: false,
                     done: [const { None }; TAGS],
                     received: None,
+                    invalidatable: None,
                     bench: BenchProgress {
                         run: 0,
                         completed: 0,
@@ -255,6 +263,7 @@ impl Session {
             inbox.disconnected = false;
             inbox.cm_closed = false;
             inbox.received = None;
+            inbox.invalidatable = None;
             inbox.done = [const { None }; TAGS];
         }
         let mut id = CmId::new(this.clone())?;
@@ -331,7 +340,16 @@ impl Session {
                 session.recv_messages.fetch_add(1, Relaxed);
                 session.recv_bytes.fetch_add(wc.byte_len.into(), Relaxed);
             }
-            session.inbox.lock().received = Some((slot, wc.into(), header, Instant::now()));
+            let mut outcome = Outcome::from(wc);
+            let mut inbox = session.inbox.lock();
+            let watched = inbox.invalidatable.take();
+            if let (Some(mr), Some(_)) = (&watched, wc.invalidated_rkey) {
+                outcome.watched_invalidated = mr.note_remote_invalidate(wc).is_ok();
+            }
+            inbox.received = Some((slot, outcome, header, Instant::now()));
+            drop(inbox);
+            // (the MR's clone goes outside the lock)
+            drop(watched);
             session.changed.notify_all();
         })
     }
@@ -482,14 +500,14 @@ impl Session {
     }
 
     /// SENDs `message` followed by `payload`, waits for the SEND to complete and for the
-    /// server's DONE, and re-posts the receive. Returns DONE, the rkey the server
-    /// invalidated, if any, and when DONE arrived.
+    /// server's DONE, and re-posts the receive. Returns DONE, what its receive's completion
+    /// reported, and when DONE arrived.
     fn request(
         this: &Arc<Self>,
         link: &Link,
         message: &Message,
         payload: &[u8],
-    ) -> Result<(Message, Option<u32>, Instant<Monotonic>)> {
+    ) -> Result<(Message, Outcome, Instant<Monotonic>)> {
         let seq = message.seq;
         link.send.copy_in(0, &message.encode())?;
         link.send.copy_in(HEADER_SIZE, payload)?;
@@ -527,7 +545,7 @@ impl Session {
             pr_err!("unexpected answer from the server\n");
             return Err(code::eproto());
         }
-        Ok((done, wc.invalidated_rkey, arrived))
+        Ok((done, wc, arrived))
     }
 
     /// Disconnects and releases the connection (for `ctl` and unload).

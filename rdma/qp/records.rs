@@ -109,7 +109,7 @@ unsafe extern "C" fn done<F: FnOnce(&WorkCompletion) + Send + 'static>(
         }
     }
     if let Some((mr, effect)) = mr {
-        mr.complete(*effect, ok);
+        mr.complete(*effect, Some(&completion));
     }
     if let Some(on_done) = on_done.take() {
         on_done(&completion);
@@ -376,7 +376,7 @@ pub(super) fn finish_post<F: FnOnce(&WorkCompletion) + Send + 'static>(
         // `in_flight` put it on this list.
         unsafe {
             if let Some((mr, effect)) = &(*record).mr {
-                mr.complete(*effect, false);
+                mr.complete(*effect, None);
             }
             if let Some(rw) = (*record).rw.as_mut() {
                 drop(rw.as_mut().destroy_unchecked());

@@ -150,7 +150,15 @@ impl Session {
             source: source_remote,
             sink: sink_remote,
         };
-        let (done, invalidated, _) = Self::request(this, link, &message, &[])?;
+        if options.server_inv {
+            // The DONE's receive notes the sink invalid if the server invalidated its key.
+            this.inbox.lock().invalidatable = Some(sink_mr.clone());
+        }
+        let answer = Self::request(this, link, &message, &[]);
+        // (unless the receive took it; dropped outside the lock)
+        let watched = this.inbox.lock().invalidatable.take();
+        drop(watched);
+        let (done, outcome, _) = answer?;
         if done.length != size {
             pr_err!(
                 "ping: the server answered {} bytes, not {}\n",
@@ -159,13 +167,15 @@ impl Session {
             );
             return Err(code::eproto());
         }
-        match (options.server_inv, invalidated) {
-            (true, Some(rkey)) => sink_mr.note_remote_invalidate(rkey).inspect_err(|_| {
+        match (options.server_inv, outcome.invalidated_rkey) {
+            (true, Some(_)) if outcome.watched_invalidated => {}
+            (true, Some(rkey)) => {
                 pr_err!(
                     "ping: the server invalidated rkey {:#x}, not the sink's\n",
                     rkey
-                )
-            })?,
+                );
+                return Err(code::eproto());
+            }
             (true, None) => {
                 pr_err!("ping: server_inv asked, but the server did not invalidate\n");
                 return Err(code::eproto());
