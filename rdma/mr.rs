@@ -173,7 +173,7 @@ pub(crate) struct Mr(Arc<Region>);
 /// written before that transition.
 struct Region {
     mr: NonNull<bindings::ib_mr>,
-    _pd: Arc<Pd>,
+    pd: Arc<Pd>,
     max_pages: u32,
     state: MrState,
     lkey: AtomicU32,
@@ -208,7 +208,7 @@ impl Mr {
         // INVARIANT: nothing mapped; the keys copied.
         let region = Region {
             mr,
-            _pd: pd.clone(),
+            pd: pd.clone(),
             max_pages,
             state: MrState::new(),
             lkey: AtomicU32::new(lkey),
@@ -225,6 +225,11 @@ impl Mr {
         self.0.mr.as_ptr()
     }
 
+    /// The PD the MR is on.
+    pub(super) fn pd(&self) -> &Pd {
+        &self.0.pd
+    }
+
     /// The MR's current lkey.
     pub(crate) fn lkey(&self) -> u32 {
         self.0.lkey.load(Ordering::Acquire)
@@ -239,7 +244,8 @@ impl Mr {
     /// holding the previous key cannot use the new registration. The MR keeps a clone of
     /// `buf` until it maps another buffer or is deregistered (the one it kept before goes
     /// now: no registration can reach it any more). `EBUSY` unless the MR is unregistered
-    /// (a registration or invalidation posted, its key working, another `map` running).
+    /// (a registration or invalidation posted, its key working, another `map` running);
+    /// `EINVAL` if `buf` is mapped for another device than the MR's.
     pub(crate) fn map(&self, buf: &DmaBuf, offset: usize, len: u32) -> Result {
         let end = offset.checked_add(len as usize).ok_or(EINVAL)?;
         if len == 0 || end > buf.len() {
@@ -247,6 +253,13 @@ impl Mr {
         }
         if buf.pages(offset, len as usize) > self.0.max_pages {
             return Err(E2BIG);
+        }
+        if buf.device().as_raw() as usize != self.0.pd.device_address() {
+            pr_warn!(
+                "rdma: refused to map a buffer mapped for {} into an MR of another device\n",
+                buf.device().name().to_str().unwrap_or("?")
+            );
+            return Err(EINVAL);
         }
         self.0.state.start_map()?;
         // SAFETY: this call holds `MAPPING` (just taken); `len` bytes at `offset` lie in

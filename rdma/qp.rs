@@ -31,7 +31,7 @@ use super::{
     qp_handle::{QpGate, QpHandle},
     rw::{Direction, Remote, RwBinding, RwCtx},
     sgl::BufSgl,
-    DmaBuf, Mr, WorkCompletion,
+    DmaBuf, Mr, Pd, WorkCompletion,
 };
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc};
@@ -41,16 +41,47 @@ mod records;
 pub(crate) use records::QpRecords;
 use records::{finish_post, in_flight};
 
-/// A local memory range for a work request's scatter/gather entry.
+/// A local memory range for a work request's scatter/gather entry, with the lkey it is
+/// reached through: a PD's local DMA lkey ([`Local::dma`]) or an MR's ([`Local::registered`]).
+/// A [`Qp`] posts it only if the buffer is mapped for its device and the key is of its PD.
+///
+/// # Invariants
+///
+/// `lkey` is the local DMA lkey of `pd`, or the lkey of an MR on it.
 pub(crate) struct Local<'a> {
-    /// The buffer.
-    pub(crate) buf: &'a DmaBuf,
-    /// Offset into the buffer.
-    pub(crate) offset: usize,
-    /// Length in bytes.
-    pub(crate) len: u32,
-    /// The lkey: the PD's `local_dma_lkey` or a registered MR's lkey.
-    pub(crate) lkey: u32,
+    buf: &'a DmaBuf,
+    offset: usize,
+    len: u32,
+    lkey: u32,
+    /// The PD the key is of (borrowed: it lives, and no other takes its address).
+    pd: &'a Pd,
+}
+
+impl<'a> Local<'a> {
+    /// `len` bytes of `buf` at `offset`, reached through `pd`'s local DMA lkey.
+    pub(crate) fn dma(pd: &'a Pd, buf: &'a DmaBuf, offset: usize, len: u32) -> Self {
+        // INVARIANT: `pd`'s own key.
+        Self {
+            buf,
+            offset,
+            len,
+            lkey: pd.local_dma_lkey(),
+            pd,
+        }
+    }
+
+    /// `len` bytes of `buf` at `offset`, reached through `mr`'s (current) lkey: the MR
+    /// must map them, which the device checks.
+    pub(crate) fn registered(mr: &'a Mr, buf: &'a DmaBuf, offset: usize, len: u32) -> Self {
+        // INVARIANT: the key of an MR on its PD.
+        Self {
+            buf,
+            offset,
+            len,
+            lkey: mr.lkey(),
+            pd: mr.pd(),
+        }
+    }
 }
 
 /// A peer's memory range, as it advertised it: address, length and rkey.
@@ -118,6 +149,9 @@ pub(super) enum MrEffectKind {
 pub(crate) struct Qp<'a> {
     qp: NonNull<bindings::ib_qp>,
     port: u32,
+    /// The QP's device and PD (addresses, only compared).
+    device: usize,
+    pd: usize,
     records: &'a QpRecords,
     /// The gate of the QP's handles, for the `rdma_rw` contexts of its records.
     gate: &'a Arc<QpGate>,
@@ -137,9 +171,14 @@ impl<'a> Qp<'a> {
         records: &'a QpRecords,
         gate: &'a Arc<QpGate>,
     ) -> Self {
+        // SAFETY: the QP is live (the function's safety section); its device and PD are
+        // set at creation and never change.
+        let (device, pd) = unsafe { ((*qp.as_ptr()).device, (*qp.as_ptr()).pd) };
         Self {
             qp,
             port,
+            device: device as usize,
+            pd: pd as usize,
             records,
             gate,
         }
@@ -156,7 +195,7 @@ impl<'a> Qp<'a> {
     where
         F: FnOnce(&WorkCompletion) + Send + 'static,
     {
-        check_range(&local)?;
+        self.check_local(&local)?;
         self.records.post(|| self.post_recv_open(local, on_done))
     }
 
@@ -199,6 +238,15 @@ impl<'a> Qp<'a> {
         let mut reg: bindings::ib_reg_wr = pin_init::zeroed();
         let mut sge = bindings::ib_sge::default();
         let mut use_reg = false;
+        if let SendOp::Register { mr, .. }
+        | SendOp::Invalidate { mr }
+        | SendOp::Read {
+            invalidate: Some(mr),
+            ..
+        } = &op
+        {
+            self.check_mr(mr)?;
+        }
         let (buf, mr) = match op {
             SendOp::Write { local, remote } => {
                 return self.post_rw(local, remote, Direction::ToRemote, on_done);
@@ -209,7 +257,8 @@ impl<'a> Qp<'a> {
                 invalidate: None,
             } => return self.post_rw(local, remote, Direction::FromRemote, on_done),
             SendOp::Send { local, invalidate } => {
-                fill_sge(&mut rdma.wr, &mut sge, &local)?;
+                self.check_local(&local)?;
+                fill_sge(&mut rdma.wr, &mut sge, &local);
                 match invalidate {
                     Some(rkey) => {
                         rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
@@ -224,7 +273,8 @@ impl<'a> Qp<'a> {
                 remote,
                 invalidate: Some(mr),
             } => {
-                fill_sge(&mut rdma.wr, &mut sge, &local)?;
+                self.check_local(&local)?;
+                fill_sge(&mut rdma.wr, &mut sge, &local);
                 rdma.remote_addr = remote.addr;
                 rdma.rkey = remote.rkey;
                 rdma.wr.opcode = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV;
@@ -284,7 +334,7 @@ impl Qp<'_> {
     where
         F: FnOnce(&WorkCompletion) + Send + 'static,
     {
-        check_range(&local)?;
+        self.check_local(&local)?;
         let lists = BufSgl::new(local.buf, local.offset, local.len)?;
         let mut ctx = KBox::pin_init(RwCtx::new(), GFP_KERNEL)?;
         // (The context is destroyed by its request's first completion, or, never
@@ -335,25 +385,43 @@ fn posted(result: Result<(), (Error, bool)>) -> (core::ffi::c_int, bool) {
     }
 }
 
-/// Points `wr` at a single SGE describing `local`.
-fn fill_sge(
-    wr: &mut bindings::ib_send_wr,
-    sge: &mut bindings::ib_sge,
-    local: &Local<'_>,
-) -> Result {
-    check_range(local)?;
+impl Qp<'_> {
+    /// `EINVAL` unless `local` lies in its buffer, the buffer is mapped for the QP's device
+    /// and the lkey is of the QP's PD (a key of another PD or device names other memory).
+    fn check_local(&self, local: &Local<'_>) -> Result {
+        let end = local.offset.checked_add(local.len as usize).ok_or(EINVAL)?;
+        if end > local.buf.len() || local.len == 0 {
+            return Err(EINVAL);
+        }
+        if local.buf.device().as_raw() as usize != self.device {
+            pr_warn!(
+                "rdma: refused to post a buffer mapped for {} on a QP of another device\n",
+                local.buf.device().name().to_str().unwrap_or("?")
+            );
+            return Err(EINVAL);
+        }
+        if local.pd.as_raw() as usize != self.pd {
+            pr_warn!("rdma: refused to post an lkey of another PD than the QP's\n");
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// `EINVAL` unless `mr` is on the QP's PD.
+    fn check_mr(&self, mr: &Mr) -> Result {
+        if mr.pd().as_raw() as usize != self.pd {
+            pr_warn!("rdma: refused to post an MR of another PD than the QP's\n");
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+}
+
+/// Points `wr` at a single SGE describing `local` (checked: [`Qp::check_local`]).
+fn fill_sge(wr: &mut bindings::ib_send_wr, sge: &mut bindings::ib_sge, local: &Local<'_>) {
     *sge = self::sge(local);
     wr.sg_list = sge;
     wr.num_sge = 1;
-    Ok(())
-}
-
-fn check_range(local: &Local<'_>) -> Result {
-    let end = local.offset.checked_add(local.len as usize).ok_or(EINVAL)?;
-    if end > local.buf.len() || local.len == 0 {
-        return Err(EINVAL);
-    }
-    Ok(())
 }
 
 fn sge(local: &Local<'_>) -> bindings::ib_sge {

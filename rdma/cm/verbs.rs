@@ -458,18 +458,13 @@ impl<T: CmHandler> CmId<T> {
     /// `len` bytes of `buf` at `offset`, with the PD's local DMA lkey: the usual local side
     /// of a work request. `ENOTCONN` before the QP exists.
     pub(crate) fn dma_local<'a>(
-        &self,
+        &'a self,
         buf: &'a DmaBuf,
         offset: usize,
         len: u32,
     ) -> Result<Local<'a>> {
         let pd = self.pd().ok_or_else(crate::rdma::code::enotconn)?;
-        Ok(Local {
-            buf,
-            offset,
-            len,
-            lkey: pd.local_dma_lkey(),
-        })
+        Ok(Local::dma(pd, buf, offset, len))
     }
 
     /// Bytes a send on the QP may carry inline (`IB_SEND_INLINE`); 0 before the QP exists

@@ -125,12 +125,7 @@ impl Connection {
         }
         let qp = link.id.qp().ok_or(EINVAL)?;
         let local = match &mr {
-            Some(mr) => Local {
-                buf: &buf,
-                offset,
-                len: message.length,
-                lkey: mr.lkey(),
-            },
+            Some(mr) => Local::registered(mr, &buf, offset, message.length),
             None => link.id.dma_local(&buf, offset, message.length)?,
         };
         let remote = RemoteBuf {
