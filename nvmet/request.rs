@@ -90,9 +90,13 @@ impl Request {
 
     /// The C request's fields, as its owner reads them.
     fn fields(&self) -> &bindings::nvmet_req {
-        // SAFETY: the request is reached only through its owner (the slot's `Owner`, or a
-        // request not started), never while the core has it: the core changes nothing in
-        // it while the owner holds it.
+        // SAFETY: a `Request` is reached only through its slot's `Owner` (or, never
+        // started, through its own owner), and an owner exists only while the core does
+        // not hold the request: from an accepted `init` to the hand-over (`execute`,
+        // `complete`, `uninit`), and from the `queue_response` trampoline's resume on,
+        // after which `__nvmet_req_complete` reads nothing of the request (7.2
+        // `drivers/nvme/target/core.c`: it read `ns`, `pc_ref` and `sq` before). So the
+        // core does not write the request while this borrow lives.
         unsafe { &*self.raw() }
     }
 

@@ -45,7 +45,12 @@ pub(crate) struct CmId<T: CmHandler> {
 
 // SAFETY: the id may be used and destroyed from any thread (process context).
 unsafe impl<T: CmHandler> Send for CmId<T> {}
-// SAFETY: `&CmId` methods only pass the pointer to RDMA CM calls that lock internally.
+// SAFETY: through `&CmId`, the Rust fields are only read (`verbs` is set by
+// `create_qp_with`, which takes `&mut self`), the id's `qp` is read, which RDMA CM sets in
+// `rdma_create_qp` (called under that `&mut`) and clears only in `rdma_destroy_qp`
+// (called from `Drop`), and the id is passed to RDMA CM calls that serialise on the id's
+// own locks (`handler_mutex`, the id's state lock) or only read what the id was created
+// with: none of them races a write through another `&CmId`.
 unsafe impl<T: CmHandler> Sync for CmId<T> {}
 
 /// How long address and route resolution may take.
