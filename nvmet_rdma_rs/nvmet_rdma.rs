@@ -179,3 +179,13 @@ impl Drop for NvmetRdmaRs {
         pr_info!("unloading\n");
     }
 }
+
+// The compile-fail probes of tests/host/probes (`make probes`): `run.py` there compiles
+// this crate with `--cfg rdma_rs_probe` and one probe file, safe code written as the
+// transport's, in here. Not compiled otherwise.
+#[cfg(rdma_rs_probe)]
+#[forbid(unsafe_code)]
+#[allow(dead_code, unused_imports)]
+mod soundness_probe {
+    include!(env!("RDMA_RS_PROBE"));
+}
