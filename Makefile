@@ -28,6 +28,8 @@
 #   make fuzz         fuzzes nvmet_rdma_rs/wire.rs for 10 minutes (FUZZ_SECONDS=...)
 #   make hostile-random   the hostile host's seeded random cases in the VM
 #                     (SEED=..., default the time; ITERATIONS=..., default 300)
+#   make probes       builds the modules if they were not, then runs the compile-fail probes of
+#                     tests/host/probes and the runner's self-test (make check runs them)
 #   make fmt / fmt-check   rustfmt with the kernel's .rustfmt.toml
 #   make clean
 
@@ -36,13 +38,13 @@ REPO := $(CURDIR)
 SCRIPTS := $(REPO)/scripts
 RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/nvmet $(REPO)/rdma_server $(REPO)/rdma_client \
 		 $(REPO)/nvmet_rdma_rs $(REPO)/tests/host/wire/src \
-		 $(REPO)/tests/host/wire/fuzz/fuzz_targets -name '*.rs' ! -name '*_generated.rs')
+		 $(REPO)/tests/host/wire/fuzz/fuzz_targets $(REPO)/tests/host/probes -name '*.rs' ! -name '*_generated.rs')
 
 # What scripts/kbuild.sh takes from make's variables (it picks the compilers itself).
 KBUILD_ENV = KDIR="$(KDIR)" CLIPPY="$(CLIPPY)" INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
 	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)"
 
-.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-matrix bench bench-profile bench-counted bench-compare fuzz hostile-random fmt fmt-check clean
+.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-matrix bench bench-profile bench-counted bench-compare fuzz hostile-random probes fmt fmt-check clean
 
 all: modules
 
@@ -91,6 +93,12 @@ fuzz: setup
 
 hostile-random:
 	$(SCRIPTS)/hostile-random.sh "$(SEED)" "$(ITERATIONS)"
+
+# (the probes compile the sources as they are, with the flags of the last module build)
+probes:
+	@[ -f nvmet_rdma_rs/.nvmet_rdma.o.cmd ] || $(KBUILD_ENV) $(SCRIPTS)/kbuild.sh modules
+	@source $(SCRIPTS)/lib.sh; python3 tests/host/probes/run.py --tree "$(REPO)" && \
+	python3 tests/host/probes/run.py --self-test --tree "$(REPO)"
 
 fmt:
 	@source $(SCRIPTS)/lib.sh; src=$$($(SCRIPTS)/fetch-kernel.sh); \

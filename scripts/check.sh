@@ -52,6 +52,14 @@ fi
 result host/modules-build-clippy-clean $rc
 if [ $rc != 0 ]; then finish; fi
 
+# No safe transport code can misuse the layers: each compile-fail probe of
+# tests/host/probes fails to compile with the errors it names (README.md there); and
+# the runner fails a probe that fails for another reason.
+python3 "$REPO_ROOT/tests/host/probes/run.py" --tree "$REPO_ROOT"
+result host/soundness-probes $?
+python3 "$REPO_ROOT/tests/host/probes/run.py" --self-test --tree "$REPO_ROOT"
+result host/soundness-probes-self-test $?
+
 # VM tests.
 tests=() run_demo=1
 if [ -n "${RRS_TESTS:-}" ]; then
