@@ -9,8 +9,12 @@ use kernel::{dma::DataDirection, prelude::*, sync::Arc};
 /// requests hold a clone, so the memory stays mapped until their completion ran.
 ///
 /// The device may write the buffer at any time while a receive or RDMA READ into it is
-/// posted, so the CPU never borrows it: data moves in and out by copy, with the DMA
-/// syncs the streaming DMA API asks for.
+/// posted, and clones on other threads may copy in and out of it at the same time, so
+/// the CPU never borrows it: data moves in and out by volatile copies (the kernel's
+/// `READ_ONCE`/`WRITE_ONCE`: accesses that race may tear the bytes, never make the
+/// access undefined), with the DMA syncs the streaming DMA API asks for, of exactly the
+/// bytes copied (a sync of more, on a bounce-buffered mapping, would copy over bytes the
+/// device or another copy owns).
 #[derive(Clone)]
 pub(crate) struct DmaBuf(Arc<Mapping>);
 
@@ -18,7 +22,9 @@ pub(crate) struct DmaBuf(Arc<Mapping>);
 ///
 /// `memory` is `len` bytes, mapped at `dma` on `device`, from creation to `Drop`; the
 /// mapping holds a reference on `device`, so the device stays (its unregistration waits)
-/// until the buffer is unmapped, whatever outlives what.
+/// until the buffer is unmapped, whatever outlives what. Rust code reads and writes the
+/// bytes at `cpu` only by this module's volatile accesses, never through a reference (C
+/// code is given addresses from [`DmaBuf::cpu_ptr`] only by unsafe calls).
 struct Mapping {
     /// Owns the allocation; accessed only through `cpu`.
     memory: KVec<u8>,
@@ -35,9 +41,13 @@ struct Mapping {
 // SAFETY: the raw pointers are a kernel allocation owned by the mapping and a device
 // reference; both may be used from any thread.
 unsafe impl Send for Mapping {}
-// SAFETY: shared access goes through `copy_in`/`copy_out`/`read_64` and the other
-// methods that copy through raw pointers, never through references; concurrent device
-// writes are the documented DMA contract.
+// SAFETY: the only mutable state is the memory at `cpu`, which methods on a shared
+// `DmaBuf` read and write only by volatile accesses (type invariant): a copy racing
+// another one, on another thread, or a DMA may tear the bytes, but every byte or word
+// read is a valid integer, and such marked accesses, the kernel's `READ_ONCE` and
+// `WRITE_ONCE`, do not race in the kernel's memory model. No safe method hands out a
+// reference to the memory; `cpu_ptr` gives a raw pointer, whose uses (by C code given
+// it) are unsafe calls, which answer for them.
 unsafe impl Sync for Mapping {}
 
 impl DmaBuf {
@@ -125,59 +135,55 @@ impl DmaBuf {
         (last - first + 1) as u32
     }
 
-    /// Copies `data` into the buffer at `offset`, then hands the range to the device.
+    /// The CPU address of the `len` bytes at `offset`; `EINVAL` past the end.
+    fn range(&self, offset: usize, len: usize) -> Result<*mut u8> {
+        range_end(offset, len, self.0.len)?;
+        Ok(self.0.cpu.wrapping_add(offset))
+    }
+
+    /// Copies `data` into the buffer at `offset`, then hands those bytes to the device.
+    #[inline]
     pub(crate) fn copy_in(&self, offset: usize, data: &[u8]) -> Result {
-        let end = offset.checked_add(data.len()).ok_or(EINVAL)?;
-        if end > self.0.len {
-            return Err(EINVAL);
-        }
-        // SAFETY: `offset..end` lies inside the allocation (checked above); the source is
-        // a distinct Rust slice.
-        unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), self.0.cpu.add(offset), data.len())
-        };
-        self.sync_for_device();
+        let to = self.range(offset, data.len())?;
+        // SAFETY: the range lies inside the allocation (checked by `range`); the source
+        // is a Rust slice, so not in the buffer, which no reference points into (type
+        // invariant); other accesses to the range are volatile too, or the device's.
+        unsafe { write_volatile_bytes(to, data) };
+        self.sync_range_for_device(offset, data.len());
         Ok(())
     }
 
-    /// Fills `len` bytes at `offset` with `byte`, then hands the range to the device.
+    /// Fills `len` bytes at `offset` with `byte`, then hands those bytes to the device.
     pub(crate) fn fill(&self, offset: usize, len: usize, byte: u8) -> Result {
-        let end = offset.checked_add(len).ok_or(EINVAL)?;
-        if end > self.0.len {
-            return Err(EINVAL);
-        }
-        // SAFETY: `offset..end` lies inside the allocation (checked above).
-        unsafe { core::ptr::write_bytes(self.0.cpu.add(offset), byte, len) };
-        self.sync_for_device();
+        let to = self.range(offset, len)?;
+        // SAFETY: as in `copy_in`, for `len` bytes.
+        unsafe { fill_volatile_bytes(to, len, byte) };
+        self.sync_range_for_device(offset, len);
         Ok(())
     }
 
     /// Writes a test pattern into the first `len` bytes: byte `i` is `seed + i` (mod 256),
-    /// so misplaced data is as visible as wrong data. Then hands the range to the device.
+    /// so misplaced data is as visible as wrong data. Then hands those bytes to the device.
     pub(crate) fn fill_pattern(&self, len: usize, seed: u8) -> Result {
-        if len > self.0.len {
-            return Err(EINVAL);
-        }
+        let to = self.range(0, len)?;
         for i in 0..len {
-            // SAFETY: `i < len <= self.0.len`, inside the allocation.
-            unsafe { self.0.cpu.add(i).write(seed.wrapping_add(i as u8)) };
+            // SAFETY: `i < len`, inside the allocation (checked by `range`); a volatile
+            // write, as every access to the buffer (type invariant).
+            unsafe { to.add(i).write_volatile(seed.wrapping_add(i as u8)) };
         }
-        self.sync_for_device();
+        self.sync_range_for_device(0, len);
         Ok(())
     }
 
-    /// Takes the buffer back from the device and copies `out.len()` bytes from `offset`.
+    /// Takes `out.len()` bytes at `offset` back from the device and copies them out.
+    #[inline]
     pub(crate) fn copy_out(&self, offset: usize, out: &mut [u8]) -> Result {
-        let end = offset.checked_add(out.len()).ok_or(EINVAL)?;
-        if end > self.0.len {
-            return Err(EINVAL);
-        }
-        self.sync_for_cpu();
-        // SAFETY: `offset..end` lies inside the allocation (checked above); the target is
-        // a distinct Rust slice.
-        unsafe {
-            core::ptr::copy_nonoverlapping(self.0.cpu.add(offset), out.as_mut_ptr(), out.len())
-        };
+        let from = self.range(offset, out.len())?;
+        self.sync_range_for_cpu(offset, out.len());
+        // SAFETY: the range lies inside the allocation (checked by `range`); the target
+        // is a Rust slice, so not in the buffer (no reference points into it: type
+        // invariant); other accesses to the range are volatile too, or the device's.
+        unsafe { read_volatile_bytes(from, out) };
         Ok(())
     }
 
@@ -187,40 +193,35 @@ impl DmaBuf {
     /// keeps them in registers, where the kernel's code for size calls `memcpy` for a
     /// 64-byte copy (about 70 instructions).
     pub(crate) fn read_64(&self, offset: usize) -> Result<[u8; 64]> {
-        let end = offset.checked_add(64).ok_or(EINVAL)?;
-        if end > self.0.len {
-            return Err(EINVAL);
-        }
+        let from = self.range(offset, 64)?;
         self.sync_range_for_cpu(offset, 64);
-        // SAFETY: `offset..end` lies inside the allocation (checked above), aligned for the
-        // words where it is read as words; the target is a local array. Raw reads, no
-        // reference: a device writing the range meanwhile (its user posted a receive
-        // there, which the caller rules out) could tear the bytes, never make them invalid
-        // integers. The words' native bytes are the memory's bytes, in order.
+        // SAFETY: the 64 bytes lie inside the allocation (checked by `range`), aligned for
+        // the words where they are read as words; the target is a local array. Volatile
+        // reads, as every access to the buffer (type invariant): a copy or a DMA into
+        // the range meanwhile may tear the bytes, and every bit pattern is a valid
+        // integer. The words' native bytes are the memory's bytes, in order.
         let out = unsafe {
-            let from = self.0.cpu.add(offset);
             if from.cast::<u64>().is_aligned() {
                 core::mem::transmute::<[u64; 8], [u8; 64]>(from.cast::<[u64; 8]>().read_volatile())
             } else {
                 let mut out = [0u8; 64];
-                core::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), 64);
+                read_volatile_bytes(from, &mut out);
                 out
             }
         };
         Ok(out)
     }
 
-    /// Compares `len` bytes at `offset` with those of `other` at the same offset; returns
-    /// the offset of the first difference.
+    /// Takes the first `len` bytes of both buffers back from the device and compares them;
+    /// returns the offset of the first difference.
     pub(crate) fn first_difference(&self, other: &DmaBuf, len: usize) -> Result<Option<usize>> {
-        if len > self.0.len || len > other.0.len {
-            return Err(EINVAL);
-        }
-        self.sync_for_cpu();
-        other.sync_for_cpu();
+        let (a, b) = (self.range(0, len)?, other.range(0, len)?);
+        self.sync_range_for_cpu(0, len);
+        other.sync_range_for_cpu(0, len);
         for i in 0..len {
-            // SAFETY: `i < len`, inside both allocations (checked above).
-            let (a, b) = unsafe { (self.0.cpu.add(i).read(), other.0.cpu.add(i).read()) };
+            // SAFETY: `i < len`, inside both allocations (checked by `range`); volatile
+            // reads, as every access to the buffers (type invariant).
+            let (a, b) = unsafe { (a.add(i).read_volatile(), b.add(i).read_volatile()) };
             if a != b {
                 return Ok(Some(i));
             }
@@ -275,6 +276,8 @@ impl DmaBuf {
         }
     }
 
+    /// `dma_sync_single_range_for_{cpu,device}` of `len` bytes at `offset` (the C inline
+    /// is this sync at `dma + offset`); nothing for an empty range or one past the end.
     fn sync_range(&self, offset: usize, len: usize, for_device: bool) {
         if offset.checked_add(len).is_none_or(|end| end > self.0.len) || len == 0 {
             return;
@@ -294,23 +297,18 @@ impl DmaBuf {
             )
         };
     }
-
-    fn sync_for_cpu(&self) {
-        self.sync_range_for_cpu(0, self.0.len);
-    }
-
-    fn sync_for_device(&self) {
-        self.sync_range_for_device(0, self.0.len);
-    }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: mapped at creation on this device (type invariant). The last `DmaBuf`
         // is gone, so no work request can still use the mapping: requests posted through
-        // the layer's `Qp` hold a clone in their record until they complete or the QP is
-        // gone, and owners that post raw requests into a buffer (nvmet_rdma_rs's `Io`)
-        // drain their QP before they drop it.
+        // the layer's `Qp` hold a clone in their record (and `rdma_rw` transfers in their
+        // `BufSgl`) until they complete or the QP is gone, and the buffers of requests
+        // bound with `BoundRequest` live in the QP's CM handler or the SRQ, which keep
+        // them until the QP was drained or the SRQ destroyed (its invariant). (Not
+        // covered: a registration by `Mr::map` holds no clone, so a peer may still use
+        // its key after this; issue 34.)
         unsafe {
             bindings::rdma_rs_ib_dma_unmap_single(
                 self.device.as_raw(),
@@ -321,5 +319,103 @@ impl Drop for Mapping {
         };
         // `memory` and `device`, fields, are freed and put after this body: only once the
         // buffer is unmapped.
+    }
+}
+
+/// The end of `len` bytes at `offset` in `size` bytes: `EINVAL` past `size`.
+pub(crate) fn range_end(offset: usize, len: usize, size: usize) -> Result<usize> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(end),
+        _ => Err(EINVAL),
+    }
+}
+
+/// The width of the volatile copies' accesses where the buffer is aligned for it.
+const WORD: usize = core::mem::size_of::<u64>();
+
+/// How many of `len` bytes at `at` come before its first `WORD` boundary (all if fewer).
+fn unaligned_head(at: *const u8, len: usize) -> usize {
+    (at.addr().wrapping_neg() % WORD).min(len)
+}
+
+/// Writes `src` into the `src.len()` bytes at `dst` by volatile stores: bytes up to the
+/// first 8-byte boundary, then words, then bytes.
+///
+/// # Safety
+///
+/// `dst` is valid for writes of `src.len()` bytes, which no Rust reference points to and
+/// which are accessed meanwhile only by volatile accesses (or a device's DMA).
+pub(crate) unsafe fn write_volatile_bytes(dst: *mut u8, src: &[u8]) {
+    let len = src.len();
+    let head = unaligned_head(dst, len);
+    let words_end = head + (len - head) / WORD * WORD;
+    let src = src.as_ptr();
+    // SAFETY: every index is below `len`, inside `src` and (by the caller) `dst`, which
+    // do not overlap (no reference points to `dst`); the words' stores are at `WORD`
+    // boundaries of `dst` (past its head), the source read unaligned.
+    unsafe {
+        for i in 0..head {
+            dst.add(i).write_volatile(src.add(i).read());
+        }
+        for i in (head..words_end).step_by(WORD) {
+            let word = src.add(i).cast::<u64>().read_unaligned();
+            dst.add(i).cast::<u64>().write_volatile(word);
+        }
+        for i in words_end..len {
+            dst.add(i).write_volatile(src.add(i).read());
+        }
+    }
+}
+
+/// Reads the `dst.len()` bytes at `src` into `dst` by volatile loads: bytes up to the
+/// first 8-byte boundary, then words, then bytes.
+///
+/// # Safety
+///
+/// `src` is valid for reads of `dst.len()` bytes, which no Rust reference points to and
+/// which are accessed meanwhile only by volatile accesses (or a device's DMA).
+pub(crate) unsafe fn read_volatile_bytes(src: *const u8, dst: &mut [u8]) {
+    let len = dst.len();
+    let head = unaligned_head(src, len);
+    let words_end = head + (len - head) / WORD * WORD;
+    let dst = dst.as_mut_ptr();
+    // SAFETY: as in `write_volatile_bytes`, the other way round: the loads are volatile,
+    // the words' at `WORD` boundaries of `src`, the stores into `dst` unaligned.
+    unsafe {
+        for i in 0..head {
+            dst.add(i).write(src.add(i).read_volatile());
+        }
+        for i in (head..words_end).step_by(WORD) {
+            let word = src.add(i).cast::<u64>().read_volatile();
+            dst.add(i).cast::<u64>().write_unaligned(word);
+        }
+        for i in words_end..len {
+            dst.add(i).write(src.add(i).read_volatile());
+        }
+    }
+}
+
+/// Writes `byte` into the `len` bytes at `dst` by volatile stores, as
+/// [`write_volatile_bytes`] does.
+///
+/// # Safety
+///
+/// As for [`write_volatile_bytes`], for `len` bytes.
+pub(crate) unsafe fn fill_volatile_bytes(dst: *mut u8, len: usize, byte: u8) {
+    let head = unaligned_head(dst, len);
+    let words_end = head + (len - head) / WORD * WORD;
+    let word = u64::from_ne_bytes([byte; WORD]);
+    // SAFETY: every index is below `len`, inside `dst` (by the caller); the words' stores
+    // are at `WORD` boundaries of `dst`.
+    unsafe {
+        for i in 0..head {
+            dst.add(i).write_volatile(byte);
+        }
+        for i in (head..words_end).step_by(WORD) {
+            dst.add(i).cast::<u64>().write_volatile(word);
+        }
+        for i in words_end..len {
+            dst.add(i).write_volatile(byte);
+        }
     }
 }
