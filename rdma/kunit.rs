@@ -5,8 +5,10 @@
 //! of the object that embeds it, with what the work completion reports) and slot
 //! hand-offs (one owner at a time, resumed only by the event it was handed off to),
 //! values published once ([`crate::rdma::PublishOnce`]), page lists pointed again
-//! without being initialised again ([`crate::rdma::sgl::PageSgl`]) and an MR's state
-//! machine ([`crate::rdma::mr::MrState`]: one `map` at a time, none while a key works).
+//! without being initialised again ([`crate::rdma::sgl::PageSgl`]), an MR's state
+//! machine ([`crate::rdma::mr::MrState`]: one `map` at a time, none while a key works)
+//! and the volatile copies of [`crate::rdma::DmaBuf`] (at any alignment, refused past
+//! the end).
 //!
 //! The layer is compiled into each module of the project; its suites are compiled into
 //! `nvmet_rdma_rs` only (`#[path]`-included from its crate root), so that each runs once
@@ -581,5 +583,59 @@ mod mr_state {
         });
         assert_eq!(result, Err(EINVAL));
         assert!(state.is_valid());
+    }
+}
+
+#[kunit_tests(rdma_rs_dma_copy)]
+mod dma_copy {
+    use crate::rdma::dma::{
+        fill_volatile_bytes, range_end, read_volatile_bytes, write_volatile_bytes,
+    };
+    use kernel::prelude::*;
+
+    /// Bytes `0, 1, 2, ...`: misplaced bytes show.
+    fn pattern() -> [u8; 40] {
+        core::array::from_fn(|i| i as u8)
+    }
+
+    #[test]
+    fn copies_at_any_alignment() -> Result {
+        // 64 bytes of kmalloc'd memory (aligned for words): the copies go to every
+        // start of its first word, with heads, words and tails of every length.
+        let mut memory = KVec::from_elem(0xffu8, 64, GFP_KERNEL)?;
+        let base = memory.as_mut_ptr();
+        let source = pattern();
+        for start in 0..8 {
+            for len in 0..=source.len() {
+                let mut back = [0u8; 40];
+                // SAFETY: `start + len <= 48` bytes of the 64 of `memory`, which no
+                // reference points to while the copies run (`base` is used alone).
+                unsafe {
+                    fill_volatile_bytes(base, 64, 0xff);
+                    write_volatile_bytes(base.add(start), &source[..len]);
+                    read_volatile_bytes(base.add(start), &mut back[..len]);
+                }
+                assert_eq!(&back[..len], &source[..len]);
+                // Nothing written around the range.
+                assert!(memory[..start].iter().all(|&b| b == 0xff));
+                assert!(memory[start + len..].iter().all(|&b| b == 0xff));
+                // SAFETY: as above.
+                unsafe { fill_volatile_bytes(base.add(start), len, 0x5a) };
+                assert!(memory[..start].iter().all(|&b| b == 0xff));
+                assert!(memory[start..start + len].iter().all(|&b| b == 0x5a));
+                assert!(memory[start + len..].iter().all(|&b| b == 0xff));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn refused_past_the_end() {
+        assert_eq!(range_end(0, 64, 64), Ok(64));
+        assert_eq!(range_end(48, 16, 64), Ok(64));
+        assert_eq!(range_end(64, 0, 64), Ok(64));
+        assert_eq!(range_end(49, 16, 64), Err(EINVAL));
+        assert_eq!(range_end(65, 0, 64), Err(EINVAL));
+        assert_eq!(range_end(usize::MAX, 1, usize::MAX), Err(EINVAL));
     }
 }
