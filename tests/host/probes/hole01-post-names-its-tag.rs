@@ -1,0 +1,10 @@
+// Probe: hole 1: safe code chooses which completion resumes a posted slot (e.g. a SEND completion resuming a slot whose RDMA READ is in flight)
+// expect: E0061 E0277
+
+/// Posts a slot's SEND but names its own tag for the completion that resumes it.
+fn post_under_a_tag_of_its_choice(
+    owner: crate::rdma::slot::Owner<'_, crate::rdma::qp_handle::SendWr>,
+    tag: crate::rdma::slot::Tag,
+) {
+    let _ = owner.post(tag, |send| Ok(send.prepare()));
+}
