@@ -15,7 +15,7 @@ use crate::rdma::{ClientHandler, Device, IbClient};
 use crate::target::Target;
 use kernel::prelude::*;
 
-/// The client; registered at load by `DEVICES.register()`.
+/// The client; registered at load by `IbClient::<DeviceWatch>::register()`.
 pub(crate) static DEVICES: IbClient<DeviceWatch> = IbClient::new(c"nvmet_rdma_rs");
 
 /// Ends the queues of devices that go away.

@@ -45,7 +45,7 @@ use kernel::{
     sync::Arc,
 };
 use nvmet::abi;
-use rdma::{signature, ClientRegistration, DeviceLog, DEVICE_LOG};
+use rdma::{signature, ClientRegistration, DeviceLog, IbClient};
 use target::NvmetRdma;
 use target::Target;
 
@@ -129,14 +129,14 @@ struct NvmetRdmaRs {
 
 impl kernel::Module for NvmetRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let devices = DEVICE_LOG.register()?;
+        let devices = IbClient::<DeviceLog>::register()?;
         let ops = nvmet::transport::Ops::<NvmetRdma>::new(module)?;
         let target = Target::install(ops.handle())?;
         // Until the module is loaded, a failure leaves nothing installed.
         let loaded = (|| -> Result<_> {
             // Registered after the device log, so removed before it: a device's queues
             // end before `device ... removed` is logged.
-            let device_watch = devices::DEVICES.register()?;
+            let device_watch = IbClient::<devices::DeviceWatch>::register()?;
             let dir = Dir::new(c"nvmet_rdma_rs");
             let ports = KBox::pin_init(
                 dir.read_callback_file(c"ports", target.clone(), &show_ports),

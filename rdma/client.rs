@@ -3,9 +3,12 @@
 //! RDMA core clients (`struct ib_client`): device add and remove notifications.
 //!
 //! A client lives in a `static` [`IbClient`], because the core's `add` callback is given
-//! only the device: the static is how the callback finds its client again. Registering
-//! returns a [`ClientRegistration`] guard that unregisters in `Drop`; unregistering calls
-//! `remove` for every device that `add` accepted, so per-device data never leaks.
+//! only the device: the handler's [`ClientHandler::CLIENT`] names that static, and is how
+//! the callback finds its client again. So that the callbacks and the registration always
+//! agree on the instance, [`IbClient::register`] takes no instance: it registers
+//! `T::CLIENT`, the only one the callbacks use. Registering returns a
+//! [`ClientRegistration`] guard that unregisters in `Drop`; unregistering calls `remove`
+//! for every device that `add` accepted, so per-device data never leaks.
 //!
 //! ```ignore
 //! static WATCHER: IbClient<Watcher> = IbClient::new(c"my_module");
@@ -17,7 +20,7 @@
 //!     fn remove(device: &Device, data: Self::Data) { ... }
 //! }
 //!
-//! let registration = WATCHER.register()?;
+//! let registration = IbClient::<Watcher>::register()?;
 //! ```
 
 use super::{bindings, Device};
@@ -29,7 +32,9 @@ use kernel::{prelude::*, types::ForeignOwnable, types::Opaque};
 
 /// Reacts to RDMA devices appearing and disappearing.
 pub(crate) trait ClientHandler: Sized + 'static {
-    /// The `static` this handler's client lives in.
+    /// The `static` this handler's client lives in: the instance the core's callbacks use
+    /// and the only one [`IbClient::register`] registers. (A `const` cannot refer to a
+    /// fresh `IbClient`, which has interior mutability, so this names a `static`.)
     const CLIENT: &'static IbClient<Self>;
 
     /// Per-device state, created by [`ClientHandler::add`] and handed back to
@@ -53,6 +58,7 @@ pub(crate) trait ClientHandler: Sized + 'static {
 ///
 /// `client` holds a `struct ib_client` whose `add` and `remove` point to this type's
 /// trampolines for `T`; `registered` is true exactly while it is registered with the core.
+/// Only `T::CLIENT` is ever registered.
 pub(crate) struct IbClient<T: ClientHandler> {
     client: Opaque<bindings::ib_client>,
     registered: AtomicBool,
@@ -79,20 +85,26 @@ impl<T: ClientHandler> IbClient<T> {
         }
     }
 
-    /// Registers the client. The core calls `add` for every existing device before
-    /// this returns. Fails with `EBUSY` if the client is already registered.
-    pub(crate) fn register(&'static self) -> Result<ClientRegistration<T>> {
-        if self.registered.swap(true, Ordering::AcqRel) {
+    /// Registers `T`'s client, `T::CLIENT`. The core calls `add` for every existing
+    /// device before this returns. Fails with `EBUSY` if the client is already registered.
+    ///
+    /// This takes no instance: the callbacks find their client through `T::CLIENT` (the
+    /// `add` callback stores the per-device data under it), so registering any other
+    /// `IbClient<T>` would file that data under a client the core does not know.
+    pub(crate) fn register() -> Result<ClientRegistration<T>> {
+        let this = T::CLIENT;
+        if this.registered.swap(true, Ordering::AcqRel) {
             return Err(EBUSY);
         }
-        // SAFETY: `self.client` is a valid `ib_client` in a `static`, so it never moves
+        // INVARIANT: `T::CLIENT` is the instance registered, and `registered` is now true.
+        // SAFETY: `this.client` is a valid `ib_client` in a `static`, so it never moves
         // and outlives the registration; the flag above makes this the only registration.
-        let ret = unsafe { bindings::ib_register_client(self.client.get()) };
+        let ret = unsafe { bindings::ib_register_client(this.client.get()) };
         if ret != 0 {
-            self.registered.store(false, Ordering::Release);
+            this.registered.store(false, Ordering::Release);
             return Err(Error::from_errno(ret));
         }
-        Ok(ClientRegistration { client: self })
+        Ok(ClientRegistration { client: this })
     }
 
     /// Trampoline for the core's `add` callback.
@@ -105,7 +117,8 @@ impl<T: ClientHandler> IbClient<T> {
         let device = unsafe { Device::from_raw(raw) };
         match T::add(device) {
             Ok(data) => {
-                // SAFETY: `raw` is a registered device and our client is registered, as
+                // SAFETY: `raw` is a registered device and `T::CLIENT` is the registered
+                // client (it is the only `IbClient<T>` `register` registers), as
                 // `ib_set_client_data` requires; the core keeps the pointer until `remove`.
                 unsafe {
                     bindings::ib_set_client_data(

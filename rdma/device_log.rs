@@ -7,7 +7,7 @@
 use super::{ClientHandler, Device, IbClient};
 use kernel::prelude::*;
 
-/// The device log's client; register it with `DEVICE_LOG.register()`.
+/// The device log's client; register it with `IbClient::<DeviceLog>::register()`.
 pub(crate) static DEVICE_LOG: IbClient<DeviceLog> = IbClient::new(c"rdma_rs_device_log");
 
 /// Logs `device rxe0 (1 port, RoCE) added` and `device rxe0 removed`.

@@ -62,7 +62,7 @@ pub(crate) use cqe::{Cqe, CqeHandler, QpCqeHandler};
 #[allow(unused_imports)]
 pub(crate) use device::Device;
 #[allow(unused_imports)]
-pub(crate) use device_log::{DeviceLog, DEVICE_LOG};
+pub(crate) use device_log::DeviceLog;
 #[allow(unused_imports)]
 pub(crate) use dma::DmaBuf;
 #[allow(unused_imports)]

@@ -29,7 +29,7 @@ use kernel::{
     sync::Arc,
     uaccess::UserSliceReader,
 };
-use rdma::{debugfs_check, ClientRegistration, DeviceLog, SocketAddr, DEVICE_LOG};
+use rdma::{debugfs_check, ClientRegistration, DeviceLog, IbClient, SocketAddr};
 use session::Session;
 
 module! {
@@ -238,7 +238,7 @@ impl kernel::Module for RdmaClient {
         if !server.value().is_empty() {
             server_address()?;
         }
-        let devices = DEVICE_LOG.register()?;
+        let devices = IbClient::<DeviceLog>::register()?;
         let dir = Dir::new(DIR_NAME);
         let mut sessions = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for number in 0..count {

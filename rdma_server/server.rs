@@ -30,8 +30,8 @@ use kernel::{
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 use rdma::{
-    ClientRegistration, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DeviceLog,
-    SocketAddr, DEVICE_LOG,
+    ClientRegistration, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DeviceLog, IbClient,
+    SocketAddr,
 };
 
 module! {
@@ -144,7 +144,7 @@ impl kernel::Module for RdmaServer {
                 kernel::str::BStr::from_bytes(addr.value())
             )
         })?;
-        let devices = DEVICE_LOG.register()?;
+        let devices = IbClient::<DeviceLog>::register()?;
         let shared = Shared::new()?;
         let dir = Dir::new(c"rdma_server");
         let connections = KBox::pin_init(
