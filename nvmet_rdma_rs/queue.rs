@@ -183,7 +183,7 @@ impl Queue {
         };
         let granted = match &shared {
             Some(srq) => id.create_qp_on_srq(srq, caps, PollContext::Workqueue)?,
-            None => id.create_qp(Pd::new(device, false)?, caps, PollContext::Workqueue)?,
+            None => id.create_qp(Pd::new(device, None)?, caps, PollContext::Workqueue)?,
         };
         // (The admin queue never takes in-capsule data, even from an SRQ's slots.)
         let inline_size = if data.qid == 0 { 0 } else { port_inline_size };

@@ -54,7 +54,7 @@ impl SrqSet {
         }
         let count = device.completion_vectors().min(max_srq);
         let size = (srq_size.get() as u32).min(max_srq_wr);
-        let pd = Pd::new(device, false)?;
+        let pd = Pd::new(device, None)?;
         for _ in 0..count {
             let srq = SlotSet::shared(device, &pd, size, inline_size)?;
             for index in 0..srq.contents().count() {

@@ -70,7 +70,7 @@ pub(crate) use mr::{access, Mr};
 #[allow(unused_imports)]
 pub(crate) use once::PublishOnce;
 #[allow(unused_imports)]
-pub(crate) use pd::Pd;
+pub(crate) use pd::{GlobalRkeyOptIn, GlobalRkeyParam, Pd};
 #[allow(unused_imports)]
 pub(crate) use qp::{Local, Qp, RemoteBuf, SendOp};
 #[allow(unused_imports)]

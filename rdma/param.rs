@@ -9,7 +9,11 @@
 //!   backed by `param_ops_bool`, read through a [`BoolParam`];
 //! - `int_param_at_least!(srq_size, 1024, 256, "SRQ size")`: a writable (0644) integer
 //!   that refuses values below the minimum with `EINVAL` and one log line, read through
-//!   an [`IntParam`].
+//!   an [`IntParam`];
+//! - `global_rkey_param!(unsafe_global_rkey, "expose all memory")`: a read-only boolean,
+//!   default `n`, read through a [`GlobalRkeyParam`](super::GlobalRkeyParam), whose
+//!   `opt_in` yields the token a PD with the device-wide DMA rkey needs: the only way
+//!   to get one.
 //!
 //! Values given at load are set before `init` runs.
 
@@ -342,3 +346,35 @@ macro_rules! int_param_at_least {
 }
 #[allow(unused_imports)]
 pub(crate) use int_param_at_least;
+
+/// Declares the read-only boolean module parameter through which the admin opens PDs'
+/// device-wide DMA rkey; see the module documentation.
+#[allow(unused_macros)]
+macro_rules! global_rkey_param {
+    ($name:ident, $description:literal) => {
+        // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
+        #[allow(non_upper_case_globals, unsafe_code)]
+        pub(crate) static $name: $crate::rdma::GlobalRkeyParam =
+            // SAFETY: the static is the storage of the 0444 `param_ops_bool` parameter
+            // declared below, and nothing else writes it.
+            unsafe { $crate::rdma::GlobalRkeyParam::new() };
+
+        // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
+        #[allow(unsafe_code)]
+        const _: () = {
+            $crate::rdma::param::kernel_param_entry!(
+                $name,
+                // SAFETY: `param_ops_bool` is an immutable kernel object.
+                unsafe { ::core::ptr::from_ref(&::kernel::bindings::param_ops_bool) },
+                0o444,
+                ::kernel::bindings::kernel_param__bindgen_ty_1 {
+                    arg: $name.as_arg(),
+                },
+                "bool",
+                $description
+            );
+        };
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use global_rkey_param;

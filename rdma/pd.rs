@@ -2,9 +2,61 @@
 
 //! Protection domains (`struct ib_pd`).
 
-use super::{bindings, Device};
+use super::{bindings, param::BoolParam, Device};
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc};
+
+/// The admin's consent to a PD with the device-wide DMA rkey (`IB_PD_UNSAFE_GLOBAL_RKEY`,
+/// see [`Pd::new`]).
+///
+/// That rkey lets every peer of every QP on the PD read and write all memory the device
+/// can DMA to, kernel memory included: whether to open it is the admin's decision, not
+/// one a caller can make with a `bool`. So this token has no public constructor: only
+/// [`GlobalRkeyParam::opt_in`] makes one, and only if the admin set that read-only module
+/// parameter (declared with `global_rkey_param!`) at load.
+#[derive(Clone, Copy)]
+pub(crate) struct GlobalRkeyOptIn {
+    _private: (),
+}
+
+/// The storage of a module parameter through which the admin opens PDs' device-wide DMA
+/// rkey; declare one with `global_rkey_param!`, and read it with [`Self::opt_in`].
+///
+/// # Invariants
+///
+/// `value` is the storage of a read-only (0444) boolean module parameter: only the kernel
+/// writes it, from the module's arguments at load, so a `true` is the admin's choice.
+pub(crate) struct GlobalRkeyParam {
+    value: BoolParam,
+}
+
+impl GlobalRkeyParam {
+    /// The storage of a parameter whose default is `false`.
+    ///
+    /// # Safety
+    ///
+    /// The result must be placed in a `static` that is the storage (`kernel_param.arg`,
+    /// via [`Self::as_arg`]) of a read-only (0444) boolean module parameter, as
+    /// `global_rkey_param!` declares it, and be written by nothing else: [`Self::opt_in`]
+    /// takes its value for the admin's consent to exposing all DMA-able memory.
+    pub(crate) const unsafe fn new() -> Self {
+        // INVARIANT: the caller's promise.
+        Self {
+            value: BoolParam::new(false),
+        }
+    }
+
+    /// The storage, for `kernel_param.arg`.
+    pub(crate) const fn as_arg(&self) -> *mut core::ffi::c_void {
+        self.value.as_arg()
+    }
+
+    /// The admin's opt-in, if the parameter was set at load.
+    pub(crate) fn opt_in(&self) -> Option<GlobalRkeyOptIn> {
+        // By the type invariant, only the admin can have set the value.
+        self.value.get().then_some(GlobalRkeyOptIn { _private: () })
+    }
+}
 
 /// An owned protection domain; deallocated on drop. It is shared ([`Arc`]): the QP on it
 /// and every MR allocated on it hold a reference, so it goes last.
@@ -24,10 +76,11 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
-    /// Allocates a PD on `device`. With `global_rkey`, the PD also gets the device-wide
-    /// DMA rkey (`IB_PD_UNSAFE_GLOBAL_RKEY`) that krping's `mem_mode=dma` advertises.
-    pub(crate) fn new(device: &Device, global_rkey: bool) -> Result<Arc<Self>> {
-        let flags = if global_rkey {
+    /// Allocates a PD on `device`. With the admin's [`GlobalRkeyOptIn`], the PD also gets
+    /// the device-wide DMA rkey (`IB_PD_UNSAFE_GLOBAL_RKEY`) that krping's `mem_mode=dma`
+    /// advertises, which exposes all DMA-able memory to the peers of its QPs.
+    pub(crate) fn new(device: &Device, global_rkey: Option<GlobalRkeyOptIn>) -> Result<Arc<Self>> {
+        let flags = if global_rkey.is_some() {
             bindings::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY
         } else {
             0
@@ -64,7 +117,7 @@ impl Pd {
         unsafe { (*self.as_raw()).local_dma_lkey }
     }
 
-    /// The device-wide rkey, if the PD was allocated with `global_rkey`.
+    /// The device-wide rkey, if the PD was allocated with a [`GlobalRkeyOptIn`].
     pub(crate) fn global_rkey(&self) -> Option<u32> {
         // SAFETY: `unsafe_global_rkey` is set at allocation and never changes.
         let rkey = unsafe { (*self.as_raw()).unsafe_global_rkey };

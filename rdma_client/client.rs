@@ -29,7 +29,7 @@ use kernel::{
     sync::Arc,
     uaccess::UserSliceReader,
 };
-use rdma::{debugfs_check, ClientRegistration, DeviceLog, IbClient, SocketAddr};
+use rdma::{debugfs_check, ClientRegistration, DeviceLog, GlobalRkeyOptIn, IbClient, SocketAddr};
 use session::Session;
 
 module! {
@@ -42,10 +42,6 @@ module! {
         port: u16 {
             default: 7174,
             description: "server port",
-        },
-        unsafe_global_rkey: u8 {
-            default: 0,
-            description: "1: give the PD the device-wide DMA rkey, for ping mem_mode=dma",
         },
         sessions: u32 {
             default: 1,
@@ -60,6 +56,10 @@ rdma::param::string_param!(
     64,
     "",
     "server IPv4 or IPv6 address (empty: connect later through ctl)"
+);
+rdma::param::global_rkey_param!(
+    unsafe_global_rkey,
+    "1: give the PD the device-wide DMA rkey, for ping mem_mode=dma (exposes all memory)"
 );
 
 /// Reads a whole debugfs write (at most `N` bytes) and strips one trailing newline.
@@ -91,8 +91,9 @@ fn server_address() -> Result<SocketAddr> {
         .inspect_err(|_| pr_err!("server: not an IPv4 or IPv6 address\n"))
 }
 
-fn global_rkey() -> bool {
-    *module_parameters::unsafe_global_rkey.value() != 0
+/// The admin's opt-in to the device-wide DMA rkey, if given at load.
+fn global_rkey() -> Option<GlobalRkeyOptIn> {
+    unsafe_global_rkey.opt_in()
 }
 
 fn write_ping(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {

@@ -15,8 +15,8 @@ mod ping;
 use crate::bench::{BenchResult, MAX_DEPTH};
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
-    access, code, rw, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, Mr, OwnedQueue, Pd,
-    PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
+    access, code, rw, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, GlobalRkeyOptIn, Mr,
+    OwnedQueue, Pd, PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::{
@@ -252,7 +252,11 @@ impl Session {
     }
 
     /// Connects to `server`, unless connected already (`EISCONN`).
-    pub(crate) fn connect(this: &Arc<Self>, server: &SocketAddr, global_rkey: bool) -> Result {
+    pub(crate) fn connect(
+        this: &Arc<Self>,
+        server: &SocketAddr,
+        global_rkey: Option<GlobalRkeyOptIn>,
+    ) -> Result {
         let _operation = this.operation.lock();
         if this.link.lock().is_some() {
             return Err(code::eisconn());

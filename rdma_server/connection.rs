@@ -282,7 +282,7 @@ impl Connection {
         };
         let buffers = (|| -> Result<(Arc<Pd>, DmaBuf, DmaBuf, DmaBuf)> {
             Ok((
-                Pd::new(device, false)?,
+                Pd::new(device, None)?,
                 DmaBuf::new(device, RECV_SLOTS * SLOT_SIZE)?,
                 DmaBuf::new(device, RECV_SLOTS * HEADER_SIZE)?,
                 DmaBuf::new(device, RECV_SLOTS * MAX_TEXT)?,
