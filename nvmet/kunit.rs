@@ -25,8 +25,11 @@ mod binding {
     /// A port as configfs would make one, and its link (number 7), as `add_port` makes it.
     fn test_port() -> Result<(KBox<bindings::nvmet_port>, Arc<PortLink>, EnabledPort)> {
         let mut port = KBox::new(Default::default(), GFP_KERNEL)?;
-        let link = new_link(NonNull::from(&mut *port), 7)?;
-        let enabled = PortConfig::new(&mut port, &link).enabled();
+        let raw = NonNull::from(&mut *port);
+        let link = new_link(raw, 7)?;
+        // SAFETY: the port, boxed, lives through the call (and the test, as `add_port`'s
+        // port lives until its removal).
+        let enabled = unsafe { PortConfig::new(raw, &link) }.enabled();
         Ok((port, link, enabled))
     }
 

@@ -17,8 +17,21 @@ use kernel::{
 };
 
 /// A configfs port the core is enabling, lent to [`super::Transport::add_port`].
+///
+/// configfs's stores to a port's attributes (`addr_*`, `param_*` in
+/// `drivers/nvme/target/configfs.c`) take no lock: they check `enabled`, which the core
+/// sets only once `add_port` returned, and write the field with plain stores. So a store
+/// can write a field while `add_port` reads it (as it can for the C transports): the
+/// fields are read and written here with volatile (`READ_ONCE`/`WRITE_ONCE`-style)
+/// accesses through the raw pointer, never through a reference to the port, and a racing
+/// store can only make a value (say, `addr_traddr`) come out mixed, which the parsing
+/// refuses or the transport settles like any other value.
+///
+/// # Invariants
+///
+/// `port` is a port the core is enabling (its `add_port` runs), live for `'a`.
 pub(crate) struct PortConfig<'a> {
-    port: &'a mut bindings::nvmet_port,
+    port: NonNull<bindings::nvmet_port>,
     link: &'a Arc<PortLink>,
 }
 
@@ -30,22 +43,40 @@ fn field_text(field: &[u8]) -> &[u8] {
 
 impl<'a> PortConfig<'a> {
     /// The configuration of `port`, which `link` refers to.
-    pub(super) fn new(port: &'a mut bindings::nvmet_port, link: &'a Arc<PortLink>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// `port` is a port the core is enabling (from the transport's `add_port`, for the
+    /// call), live for `'a`.
+    pub(super) unsafe fn new(port: NonNull<bindings::nvmet_port>, link: &'a Arc<PortLink>) -> Self {
+        // INVARIANT: the caller's promise.
         Self { port, link }
     }
 
     /// The port's number (`portid`).
     pub(crate) fn id(&self) -> u16 {
-        u16::from_le(self.port.disc_addr.portid)
+        // SAFETY: the port is live (type invariant); a configfs store may write the field
+        // meanwhile (see the type's documentation), hence the volatile read.
+        u16::from_le(unsafe {
+            core::ptr::read_volatile(&raw const (*self.port.as_ptr()).disc_addr.portid)
+        })
     }
 
     /// `addr_traddr`:`addr_trsvcid` as a socket address of family `addr_adrfam`; `EINVAL`
     /// with a log line if they do not make one.
     pub(crate) fn address(&self) -> Result<SocketAddr> {
-        let addr = &self.port.disc_addr;
-        let traddr = field_text(&addr.traddr);
-        let trsvcid = field_text(&addr.trsvcid);
-        let family_ok = match u32::from(addr.adrfam) {
+        let port = self.port.as_ptr();
+        // SAFETY: as in `id`: copies, read with volatile reads.
+        let (adrfam, traddr, trsvcid) = unsafe {
+            (
+                core::ptr::read_volatile(&raw const (*port).disc_addr.adrfam),
+                core::ptr::read_volatile(&raw const (*port).disc_addr.traddr),
+                core::ptr::read_volatile(&raw const (*port).disc_addr.trsvcid),
+            )
+        };
+        let traddr = field_text(&traddr);
+        let trsvcid = field_text(&trsvcid);
+        let family_ok = match u32::from(adrfam) {
             bindings::NVMF_ADDR_FAMILY_IP4 => !traddr.contains(&b':'),
             bindings::NVMF_ADDR_FAMILY_IP6 => traddr.contains(&b':'),
             _ => false,
@@ -69,29 +100,34 @@ impl<'a> PortConfig<'a> {
 
     /// `param_inline_data_size` (negative: not set).
     pub(crate) fn inline_data_size(&self) -> i32 {
-        self.port.inline_data_size
+        // SAFETY: as in `id`.
+        unsafe { core::ptr::read_volatile(&raw const (*self.port.as_ptr()).inline_data_size) }
     }
 
     /// Sets the in-capsule data size the port really offers.
     pub(crate) fn set_inline_data_size(&mut self, size: i32) {
-        self.port.inline_data_size = size;
+        // SAFETY: as in `id`; the core reads the field after `add_port` returned (under
+        // `nvmet_config_sem`, which it holds through the call).
+        unsafe { core::ptr::write_volatile(&raw mut (*self.port.as_ptr()).inline_data_size, size) }
     }
 
     /// `param_max_queue_size` (negative: not set).
     pub(crate) fn max_queue_size(&self) -> i32 {
-        self.port.max_queue_size
+        // SAFETY: as in `id`.
+        unsafe { core::ptr::read_volatile(&raw const (*self.port.as_ptr()).max_queue_size) }
     }
 
     /// Sets the queue size limit the port really offers.
     pub(crate) fn set_max_queue_size(&mut self, size: i32) {
-        self.port.max_queue_size = size;
+        // SAFETY: as in `set_inline_data_size`.
+        unsafe { core::ptr::write_volatile(&raw mut (*self.port.as_ptr()).max_queue_size, size) }
     }
 
     /// A handle on the port for the transport to keep while it is enabled.
     pub(crate) fn enabled(&self) -> EnabledPort {
         EnabledPort {
             link: self.link.clone(),
-            address: core::ptr::from_ref(&*self.port) as usize,
+            address: self.port.as_ptr() as usize,
         }
     }
 }
@@ -227,9 +263,9 @@ impl EnabledPort {
             .port
             .try_access_with(|port| {
                 // SAFETY: the port is live until the link is revoked (`RawPort`). configfs
-                // refuses to change an enabled port's parameters (a write racing with
-                // `add_port` aside, as for the C transports), so meanwhile only this
-                // transport writes the field.
+                // refuses to change an enabled port's parameters, but its stores take no
+                // lock: one that checked `enabled` before it was set may still write the
+                // field (see `PortConfig`), hence volatile accesses, no reference.
                 unsafe { core::ptr::read_volatile(&raw const (*port.0.as_ptr()).pi_enable) }
             })
             .unwrap_or(false)

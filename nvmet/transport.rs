@@ -109,101 +109,89 @@ struct PortEntry<T: Transport> {
     data: Option<T::Port>,
 }
 
-/// The address of transport `T`'s ops table ([`Ops::handle`]), which its requests name
-/// when they start ([`super::Request::init`]).
-///
-/// # Invariants
-///
-/// The table of `T`, built by [`Ops::new`], which lives until the module unloads.
-pub(crate) struct OpsRef<T>(*const bindings::nvmet_fabrics_ops, PhantomData<fn() -> T>);
+/// A handle on transport `T`'s ops table ([`Ops::handle`]), which its requests name
+/// when they start ([`super::Request::init`]): the core keeps the table's address in each
+/// request's `nvmet_req.ops` and calls through it until the request completed, so the
+/// handle borrows the table for `'static`.
+pub(crate) struct OpsRef<T: Transport>(&'static Ops<T>);
 
-impl<T> Clone for OpsRef<T> {
+impl<T: Transport> Clone for OpsRef<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for OpsRef<T> {}
+impl<T: Transport> Copy for OpsRef<T> {}
 
-// SAFETY: an address, only passed to the core.
-unsafe impl<T> Send for OpsRef<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for OpsRef<T> {}
-
-impl<T> OpsRef<T> {
+impl<T: Transport> OpsRef<T> {
     /// The table.
     pub(super) fn as_raw(self) -> *const bindings::nvmet_fabrics_ops {
-        self.0
+        self.0.as_raw()
     }
 }
 
-/// A transport's ops table, built once and not yet registered: its address is what the
-/// transport passes to `nvmet_req_init`, and it stays put when it moves into a
-/// [`Registration`].
+/// Transport `T`'s ops table (`struct nvmet_fabrics_ops`), built at compile time. The
+/// core keeps its address for as long as the transport is registered, and in every
+/// request started with it until that request completed, so a transport keeps it in a
+/// `static`: both [`Registration::new`] and [`Ops::handle`] borrow it for `'static`.
+///
+/// ```ignore
+/// static OPS: Ops<MyTransport> = Ops::new();
+///
+/// let registration = Registration::new(&OPS)?;
+/// // ... `OPS.handle()` for `Request::init`.
+/// ```
 pub(crate) struct Ops<T: Transport> {
-    table: KBox<bindings::nvmet_fabrics_ops>,
+    table: bindings::nvmet_fabrics_ops,
     _transport: PhantomData<T>,
 }
 
-// SAFETY: the table is immutable once built; it holds only function pointers, constants
-// and the owning module.
-unsafe impl<T: Transport> Send for Ops<T> {}
-// SAFETY: as above.
+// SAFETY: the table is immutable (neither this layer nor the core writes it); it holds
+// only function pointers, constants and the owning module.
 unsafe impl<T: Transport> Sync for Ops<T> {}
 
 impl<T: Transport> Ops<T> {
-    /// Builds the table of `T` for `module`.
-    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
-        let table = KBox::new(
-            bindings::nvmet_fabrics_ops {
-                owner: module.as_ptr().cast(),
-                type_: T::TRTYPE,
-                msdbd: T::MSDBD,
-                flags: T::FLAGS,
-                queue_response: Some(Self::queue_response),
-                add_port: Some(Self::add_port),
-                remove_port: Some(Self::remove_port),
-                delete_ctrl: Some(Self::delete_ctrl),
-                disc_traddr: if T::HAS_DISC_TRADDR {
-                    Some(Self::disc_traddr)
-                } else {
-                    None
-                },
-                host_traddr: if T::HAS_HOST_TRADDR {
-                    Some(Self::host_traddr)
-                } else {
-                    None
-                },
-                get_mdts: if T::HAS_GET_MDTS {
-                    Some(Self::get_mdts)
-                } else {
-                    None
-                },
-                get_max_queue_size: if T::HAS_GET_MAX_QUEUE_SIZE {
-                    Some(Self::get_max_queue_size)
-                } else {
-                    None
-                },
-                ..Default::default()
-            },
-            GFP_KERNEL,
-        )?;
-        Ok(Self {
+    /// The table of `T`, owned by this module (the one this layer is compiled into, whose
+    /// code the callbacks are).
+    pub(crate) const fn new() -> Self {
+        let mut table: bindings::nvmet_fabrics_ops = pin_init::zeroed();
+        table.owner = (&raw const kernel::bindings::__this_module)
+            .cast_mut()
+            .cast();
+        table.type_ = T::TRTYPE;
+        table.msdbd = T::MSDBD;
+        table.flags = T::FLAGS;
+        table.queue_response = Some(Self::queue_response);
+        table.add_port = Some(Self::add_port);
+        table.remove_port = Some(Self::remove_port);
+        table.delete_ctrl = Some(Self::delete_ctrl);
+        if T::HAS_DISC_TRADDR {
+            table.disc_traddr = Some(Self::disc_traddr);
+        }
+        if T::HAS_HOST_TRADDR {
+            table.host_traddr = Some(Self::host_traddr);
+        }
+        if T::HAS_GET_MDTS {
+            table.get_mdts = Some(Self::get_mdts);
+        }
+        if T::HAS_GET_MAX_QUEUE_SIZE {
+            table.get_max_queue_size = Some(Self::get_max_queue_size);
+        }
+        Self {
             table,
             _transport: PhantomData,
-        })
+        }
     }
 
     /// The table, for the core's calls.
     pub(crate) fn as_raw(&self) -> *const bindings::nvmet_fabrics_ops {
-        &*self.table
+        &self.table
     }
 
-    /// A handle on the table for [`super::Request::init`], valid wherever the table moves
-    /// (it is boxed).
-    pub(crate) fn handle(&self) -> OpsRef<T> {
-        // INVARIANT: `T`'s table (the module keeps it registered until it unloads).
-        OpsRef(self.as_raw(), PhantomData)
+    /// A handle on the table for [`super::Request::init`]; the table is borrowed for
+    /// `'static`, as the requests that name it may outlive any registration.
+    pub(crate) fn handle(&'static self) -> OpsRef<T> {
+        OpsRef(self)
     }
 
     /// `add_port`.
@@ -215,24 +203,29 @@ impl<T: Transport> Ops<T> {
         let Some(raw) = NonNull::new(port) else {
             return EINVAL.to_errno();
         };
-        // SAFETY: the core passes a live port, under `nvmet_config_sem`. (configfs writes
-        // to a port's parameters check only `enabled`, which is still false: a write may
-        // race with this call, as it does with the C transports' `add_port`.)
-        let port_fields = unsafe { &mut *port };
-        let id = u16::from_le(port_fields.disc_addr.portid);
+        // SAFETY: the core passes a live port, under `nvmet_config_sem`. configfs's stores
+        // to the port's attributes check only `enabled`, still false, without that lock,
+        // so one may write `portid` meanwhile: read with a volatile read, and no reference
+        // to the port is formed (see `PortConfig`).
+        let id =
+            u16::from_le(unsafe { core::ptr::read_volatile(&raw const (*port).disc_addr.portid) });
         let entry = port::new_link(raw, id)
             .and_then(|link| Ok(KBox::new(PortEntry::<T> { link, data: None }, GFP_KERNEL)?));
         let mut entry = match entry {
             Ok(entry) => entry,
             Err(e) => return e.to_errno(),
         };
-        let config = PortConfig::new(port_fields, &entry.link);
+        // SAFETY: the core is enabling the port, which stays live through this call, for
+        // which `config` lives.
+        let config = unsafe { PortConfig::new(raw, &entry.link) };
         match T::add_port(config) {
             Ok(data) => {
                 entry.data = Some(data);
-                // SAFETY: as above (`config`, the only reference, is gone); `priv` is the
-                // transport's while the port is enabled, and `remove_port` takes the entry
-                // back.
+                // SAFETY: the port is live (as above). `priv` is the transport's while the
+                // port is enabled (configfs never writes it; the core, only under
+                // `nvmet_config_sem`, which it holds through this call), and `remove_port`
+                // takes the entry back. Written through the raw pointer: no reference to
+                // the port, whose other fields configfs may write, is formed.
                 unsafe { (*port).priv_ = KBox::into_raw(entry).cast() };
                 0
             }
@@ -323,7 +316,9 @@ impl<T: Transport> Ops<T> {
         // frees a port); `tr_ops` and `priv` cannot change during the call
         // (`nvmet_config_sem`), and while `tr_ops` is this transport's table, `priv` holds
         // its entry (the port may have been removed, or enabled again for another
-        // transport, since the queue connected). The buffer has `NVMF_TRADDR_SIZE` bytes.
+        // transport, since the queue connected). configfs's stores do not take that lock,
+        // and a removed port's `addr_traddr` may be written meanwhile: it is copied with a
+        // volatile read, never borrowed. The buffer has `NVMF_TRADDR_SIZE` bytes.
         let (queue, entry, configured, out) = unsafe {
             let ours = core::ptr::eq((*port).tr_ops, (*req).ops);
             (
@@ -333,7 +328,7 @@ impl<T: Transport> Ops<T> {
                 } else {
                     None
                 },
-                &(*port).disc_addr.traddr,
+                core::ptr::read_volatile(&raw const (*port).disc_addr.traddr),
                 core::slice::from_raw_parts_mut(
                     traddr.cast::<u8>(),
                     bindings::NVMF_TRADDR_SIZE as usize,
@@ -343,7 +338,12 @@ impl<T: Transport> Ops<T> {
         let Some(queue) = queue else {
             return;
         };
-        T::disc_traddr(&queue, entry.and_then(|e| e.data.as_ref()), configured, out);
+        T::disc_traddr(
+            &queue,
+            entry.and_then(|e| e.data.as_ref()),
+            &configured,
+            out,
+        );
     }
 
     /// `host_traddr`.
@@ -392,15 +392,15 @@ impl<T: Transport> Ops<T> {
 ///
 /// `ops` was registered successfully and is unregistered only in `Drop`.
 pub(crate) struct Registration<T: Transport> {
-    ops: Ops<T>,
+    ops: &'static Ops<T>,
 }
 
 impl<T: Transport> Registration<T> {
     /// Registers `ops`; `EBUSY` if another transport of the type is registered already
     /// (such as the C one: the caller says so; the core answers `EINVAL`).
-    pub(crate) fn new(ops: Ops<T>) -> Result<Self> {
-        // SAFETY: the table is valid, stays put (boxed) until `Drop` unregisters it, and
-        // its callbacks are the ones above.
+    pub(crate) fn new(ops: &'static Ops<T>) -> Result<Self> {
+        // SAFETY: the table is valid, lives forever (`'static`) and its callbacks are the
+        // ones above.
         let ret = unsafe { bindings::nvmet_register_transport(ops.as_raw()) };
         kernel::error::to_result(ret).map_err(|_| EBUSY)?;
         // INVARIANT: registered just now.

@@ -127,11 +127,14 @@ struct NvmetRdmaRs {
     _devices: ClientRegistration<DeviceLog>,
 }
 
+/// The transport's ops table: the core keeps its address while the transport is
+/// registered, and in every request until it completed.
+static OPS: nvmet::transport::Ops<NvmetRdma> = nvmet::transport::Ops::new();
+
 impl kernel::Module for NvmetRdmaRs {
-    fn init(module: &'static ThisModule) -> Result<Self> {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
         let devices = IbClient::<DeviceLog>::register()?;
-        let ops = nvmet::transport::Ops::<NvmetRdma>::new(module)?;
-        let target = Target::install(ops.handle())?;
+        let target = Target::install(OPS.handle())?;
         // Until the module is loaded, a failure leaves nothing installed.
         let loaded = (|| -> Result<_> {
             // Registered after the device log, so removed before it: a device's queues
@@ -148,7 +151,7 @@ impl kernel::Module for NvmetRdmaRs {
             )?;
             // Last: once registered, configfs can enable ports and hosts connect, so
             // nothing may fail after it.
-            let registration = nvmet::Registration::new(ops).inspect_err(|_| {
+            let registration = nvmet::Registration::new(&OPS).inspect_err(|_| {
                 pr_err!(
                     "another NVMe-oF RDMA transport is registered (is nvmet_rdma loaded?); \
                      unload it first\n"
