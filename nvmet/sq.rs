@@ -143,15 +143,19 @@ impl SqCq {
     /// Requests start only with such a guard ([`super::Request::init`]), on a queue the
     /// pair keeps ([`SqCq::keep`]) until [`SqCq::destroy`] waited for the requests.
     pub(crate) fn enter<'a, Q: HasSqCq>(queue: &'a ArcBorrow<'_, Q>) -> Option<SqEntered<'a>> {
-        let this = queue.sq_cq();
+        queue.sq_cq().try_get()
+    }
+
+    /// A reference on the live sq (see [`SqCq::enter`]); `None` once it was killed.
+    fn try_get(&self) -> Option<SqEntered<'_>> {
         // SAFETY: the sq was initialised (type invariant); a killed or exited reference has
         // `__PERCPU_REF_DEAD` set, so the try then fails without using its counters.
         let live =
-            unsafe { bindings::rdma_rs_percpu_ref_tryget_live(&raw mut (*this.sq.get()).ref_) };
+            unsafe { bindings::rdma_rs_percpu_ref_tryget_live(&raw mut (*self.sq.get()).ref_) };
         // INVARIANT: a guard exists only for a reference taken here. (Built only then:
         // `then_some` would build it, and drop it, which puts a reference, even when the
         // try failed.)
-        live.then(|| SqEntered(this))
+        live.then(|| SqEntered(self))
     }
 
     /// Keeps `queue`, the queue (of type `Q`) that embeds the pair, until
@@ -221,25 +225,45 @@ impl SqCq {
         self.sq.get()
     }
 
-    /// The controller the queue belongs to, once the host's Connect installed it.
+    /// The controller the queue belongs to, once the host's Connect installed it (an
+    /// identity: it may be gone by the time it is compared).
     pub(crate) fn ctrl(&self) -> Option<CtrlId> {
-        // SAFETY: the sq is initialised (type invariant); `ctrl` is set once by the core's
-        // Connect handler.
-        let ctrl = unsafe { (*self.sq.get()).ctrl };
+        let ctrl = self.ctrl_ptr();
         (!ctrl.is_null()).then(|| CtrlId::from_raw(ctrl))
     }
 
+    /// `sq->ctrl`, read once. The core writes it while the queue lives: the host's Connect
+    /// sets it (`nvmet_install_queue`, with a `cmpxchg`), and `nvmet_sq_destroy` clears
+    /// it; so it is read with a volatile (`READ_ONCE`-style) read, and only followed while
+    /// the sq is held (see [`SqCq::fatal_error`]).
+    fn ctrl_ptr(&self) -> *mut bindings::nvmet_ctrl {
+        // SAFETY: the sq is initialised (type invariant), and the field is a pointer that
+        // the core writes whole.
+        unsafe { ptr::read_volatile(&raw const (*self.sq.get()).ctrl) }
+    }
+
     /// Ends the controller after a fatal transport error, if the queue has one; returns
-    /// whether it did.
+    /// whether it did. False too once the sq is being destroyed (the controller is then
+    /// released from the queue, and the caller ends the queue itself).
     pub(crate) fn fatal_error(&self) -> bool {
-        // SAFETY: as for `ctrl`; the core keeps the controller while its queues exist.
-        unsafe {
-            let ctrl = (*self.sq.get()).ctrl;
-            if ctrl.is_null() {
-                return false;
-            }
-            bindings::nvmet_ctrl_fatal_error(ctrl);
+        // Holds the sq through the call: `nvmet_sq_destroy` waits for every reference on
+        // it before it puts the controller the sq references and clears `sq->ctrl`.
+        let Some(_entered) = self.try_get() else {
+            return false;
+        };
+        let ctrl = self.ctrl_ptr();
+        if ctrl.is_null() {
+            return false;
         }
+        // SAFETY: `ctrl` has a reference for as long as the sq is held. The sq's own is
+        // taken by the Connect that set `sq->ctrl` (`nvmet_install_queue`, right after its
+        // `cmpxchg`; until then the Connect holds one of its own, which it puts only after
+        // that call returned) and put only by `nvmet_sq_destroy`, once every reference on
+        // the sq is gone (`_entered` is one). The only other write of `sq->ctrl`, the
+        // clear on `nvmet_install_queue`'s error path, puts no reference. So the
+        // controller is not freed during the call; its `fatal_err_work`, which the call
+        // may queue, is cancelled by the controller's free before the memory goes.
+        unsafe { bindings::nvmet_ctrl_fatal_error(ctrl) };
         true
     }
 
