@@ -6,10 +6,7 @@ use kernel::prelude::*;
 /// Posts a receive whose handler moves its completion into a box that a mutex outside the
 /// handler keeps. The layer lends the completion for the handler's call only, so the
 /// borrow cannot escape into the `'static` mutex.
-fn hole10_keep_completion(
-    qp: &crate::rdma::Qp<'_>,
-    local: crate::rdma::Local<'_>,
-) -> Result {
+fn hole10_keep_completion(qp: &crate::rdma::Qp<'_>, local: crate::rdma::Local<'_>) -> Result {
     let kept = kernel::sync::Arc::pin_init(kernel::new_mutex!(None), GFP_KERNEL)?;
     let stash = kept.clone();
     qp.post_recv(local, move |wc| {
