@@ -50,7 +50,10 @@ pub(crate) use data::DataSgls;
 ///
 /// `owned` is true exactly while `nvmet_req_init` accepted the request and it was not
 /// handed back to the core yet (executed, completed or uninitialised): only then may it be
-/// handed over. `queue` is null, or, from [`Request::init`] until the request ended
+/// handed over; `started_at` is then the address of `req` when `nvmet_req_init` accepted
+/// it (a started request that moved, e.g. swapped into another slot, is refused every
+/// hand-over and data mapping: its sq and queue are another slot's, and its data list may
+/// point into where it was). `queue` is null, or, from [`Request::init`] until the request ended
 /// (its `queue_response` took it, or [`Request::uninit`]), the address of the
 /// `Arc<T::Queue>` (of the transport `T` that started it) that the queue's [`super::SqCq`]
 /// keeps ([`super::SqCq::keep`]) until its destroy waited for the request.
@@ -58,6 +61,8 @@ pub(crate) use data::DataSgls;
 pub(crate) struct Request {
     req: Opaque<bindings::nvmet_req>,
     owned: bool,
+    /// Where `req` was when the core accepted it (see the invariants).
+    started_at: usize,
     /// The queue of the started request (see the invariants).
     queue: AtomicPtr<()>,
     /// The list the request's in-capsule data is described by ([`Request::use_in_capsule`]).
@@ -78,6 +83,7 @@ impl Request {
         Self {
             req: Opaque::zeroed(),
             owned: false,
+            started_at: 0,
             queue: AtomicPtr::new(ptr::null_mut()),
             in_capsule: PageSgl::new(),
             response: None,
@@ -212,8 +218,10 @@ impl Request {
             pr_err!("a request the core accepted was given back meanwhile\n");
             return Ok(None);
         };
-        // INVARIANT: started.
-        owner.request().owned = true;
+        // INVARIANT: started, here.
+        let request = owner.request();
+        request.owned = true;
+        request.started_at = request.raw().addr();
         Ok(Some(owner))
     }
 
@@ -256,9 +264,28 @@ impl Request {
             pr_warn!("{} of a request that is not started; ignored\n", what);
             return None;
         }
+        if !self.in_place() {
+            pr_err!(
+                "{} of a started request that moved out of its slot; ended without running\n",
+                what
+            );
+            // INVARIANT: ended here.
+            self.owned = false;
+            self.queue.store(ptr::null_mut(), Release);
+            // SAFETY: the request was accepted by `nvmet_req_init` and not handed back: its
+            // `sq`, `ns` and `pc_ref` (moved with it) hold the references this puts, and
+            // nothing else of it is read.
+            unsafe { bindings::nvmet_req_uninit(self.raw()) };
+            return None;
+        }
         // INVARIANT: handed over by the caller, right after this.
         self.owned = false;
         Some(self.raw())
+    }
+
+    /// Whether the request is started and still where the core accepted it.
+    pub(super) fn in_place(&self) -> bool {
+        self.owned && self.raw().addr() == self.started_at
     }
 
     /// Runs the command of the slot `owner` holds (`req->execute`), handing the slot off to
@@ -337,14 +364,15 @@ impl Request {
     /// The status the completion carries (0: success); nonzero also while no response
     /// buffer is set.
     pub(crate) fn status(&self) -> u16 {
-        // SAFETY: `cqe` is null or the response buffer set by `set_response`, valid while
-        // the request is used (`init`'s contract).
+        // SAFETY: `cqe` is null or the response buffer set by `set_response`, which the
+        // request holds (`response`); read volatile: other holders of the buffer copy into
+        // it only through `DmaBuf`'s volatile accesses.
         unsafe {
             let cqe = (*self.raw()).cqe;
             if cqe.is_null() {
                 return u16::MAX;
             }
-            u16::from_le((*cqe).status) >> 1
+            u16::from_le(ptr::read_volatile(&raw const (*cqe).status)) >> 1
         }
     }
 
@@ -355,7 +383,7 @@ impl Request {
         unsafe {
             let cqe = (*self.raw()).cqe;
             if !cqe.is_null() {
-                (*cqe).status = (status << 1).to_le();
+                ptr::write_volatile(&raw mut (*cqe).status, (status << 1).to_le());
             }
         }
     }
@@ -363,14 +391,16 @@ impl Request {
     /// Sets the `control` field of a read or write command (the PRINFO bits the T10-PI
     /// offload chose), for the backend.
     pub(crate) fn set_rw_control(&mut self, control: u16) {
-        if !self.owned {
+        if !self.in_place() {
             return;
         }
-        // SAFETY: the command is the request's while it is started (`init`'s contract).
+        // SAFETY: the command lies in the capsule buffer `init` checked, which the queue
+        // the request's sq keeps holds until the request ended; written volatile: other
+        // holders of the buffer read it only through `DmaBuf`'s volatile accesses.
         unsafe {
             let cmd = (*self.raw()).cmd;
             if !cmd.is_null() {
-                (*cmd).__bindgen_anon_1.rw.control = control.to_le();
+                ptr::write_volatile(&raw mut (*cmd).__bindgen_anon_1.rw.control, control.to_le());
             }
         }
     }

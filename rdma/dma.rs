@@ -306,9 +306,9 @@ impl Drop for Mapping {
         // the layer's `Qp` hold a clone in their record (and `rdma_rw` transfers in their
         // `BufSgl`) until they complete or the QP is gone, and the buffers of requests
         // bound with `BoundRequest` live in the QP's CM handler or the SRQ, which keep
-        // them until the QP was drained or the SRQ destroyed (its invariant). (Not
-        // covered: a registration by `Mr::map` holds no clone, so a peer may still use
-        // its key after this; issue 34.)
+        // them until the QP was drained or the SRQ destroyed (its invariant); an `Mr`
+        // holds a clone of the buffer it maps until it maps another or is deregistered
+        // (and for good once an invalidation failed), so no key a peer holds names it.
         unsafe {
             bindings::rdma_rs_ib_dma_unmap_single(
                 self.device.as_raw(),

@@ -517,6 +517,20 @@ mod mr_state {
     }
 
     #[test]
+    fn invalidation_not_posted_keeps_the_key() {
+        let state = registered();
+        assert_eq!(state.begin_invalidation(), Ok(()));
+        // The provider refused the LOCAL_INV (or its record could not be made): the key
+        // still works, and may be invalidated again later.
+        state.invalidation_not_posted();
+        assert!(state.is_valid());
+        assert_eq!(state.start_map(), Err(EBUSY));
+        assert_eq!(state.begin_invalidation(), Ok(()));
+        state.invalidated(true);
+        assert_eq!(state.start_map(), Ok(()));
+    }
+
+    #[test]
     fn registration_needs_a_map() {
         let state = MrState::new();
         assert_eq!(state.begin_registration(), Err(EBUSY));

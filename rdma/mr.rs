@@ -113,11 +113,18 @@ impl MrState {
             .map_err(|_| EBUSY)
     }
 
-    /// The posted invalidation completed (`ok`: `INVALID`) or failed, or was not posted
-    /// (`FAILED`: the key may still work).
+    /// The posted invalidation completed (`ok`: `INVALID`) or failed (`FAILED`: the key
+    /// may still work).
     pub(crate) fn invalidated(&self, ok: bool) {
         let to = if ok { INVALID } else { FAILED };
         let _ = self.step(false, |s| (s == INVALIDATING).then_some(to));
+    }
+
+    /// The invalidation [`MrState::begin_invalidation`] let post was not posted (the
+    /// provider refused it, or its record could not be made): back to `VALID`, the key
+    /// certainly still working.
+    pub(crate) fn invalidation_not_posted(&self) {
+        let _ = self.step(false, |s| (s == INVALIDATING).then_some(VALID));
     }
 
     /// The peer invalidated the registration in place, if `of_this` says the report is of
@@ -376,6 +383,10 @@ impl Mr {
                 }
                 // A failed registration did not register: a new map (and key) comes first.
                 self.0.state.registered(ok);
+            }
+            // Not posted: still registered, as before.
+            super::qp::MrEffectKind::Invalidated if done.is_none() => {
+                self.0.state.invalidation_not_posted()
             }
             // A failed invalidation may have left the key working: the MR is never mapped
             // again, and keeps its buffer until it is deregistered.

@@ -365,13 +365,11 @@ impl<'a, T> Owner<'a, T> {
             Ok(prepared) => prepared,
             Err(e) => return Err((e, Some(self))),
         };
-        let Prepared {
-            first,
-            qp,
-            resumes,
-            posted: posted_flag,
-            ..
-        } = prepared;
+        let mut prepared = prepared;
+        // (taken: `Prepared`'s drop no longer clears it)
+        let posted_flag = prepared.posted.take();
+        let (first, qp, resumes) = (prepared.first, prepared.qp, prepared.resumes);
+        drop(prepared);
         let tag = match resumes {
             Some(resumes) if resumes.slot == ptr::from_ref(slot).addr() => resumes.tag,
             _ => {
@@ -491,12 +489,19 @@ impl<'a> Prepared<'a> {
         }
     }
 
-    /// Requests that an `rdma_rw` context marked posted through `posted`: a refused post
-    /// marks them not posted again.
-    pub(super) fn with_posted_flag(self, posted: &'a mut bool) -> Self {
-        Self {
-            posted: Some(posted),
-            ..self
+    /// Requests that an `rdma_rw` context marked posted through `posted`: a refused post,
+    /// or a drop without a post, marks them not posted again.
+    pub(super) fn with_posted_flag(mut self, posted: &'a mut bool) -> Self {
+        self.posted = Some(posted);
+        self
+    }
+}
+
+impl Drop for Prepared<'_> {
+    fn drop(&mut self) {
+        // Dropped without [`Owner::post`] (which takes the flag first): nothing was posted.
+        if let Some(flag) = self.posted.take() {
+            *flag = false;
         }
     }
 }
