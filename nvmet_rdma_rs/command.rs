@@ -28,7 +28,7 @@
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 
-// Safe Rust only. `deny`, not `forbid`: `impl_has_cqe!` and `impl_has_request!` expand the
+// Safe Rust only. `deny`, not `forbid`: `impl_has_slot_cqe!` and `impl_has_request!` expand the
 // layers' `unsafe impl`s, which `forbid` would refuse even inside the macros.
 #![deny(unsafe_code)]
 
@@ -38,12 +38,11 @@ use crate::nvmet::{
     HasSqCq, OpsRef, SqCq, Transport,
 };
 use crate::rdma::{
-    cqe::impl_has_cqe,
-    cqe::QpSlotHandler,
+    cqe::{impl_has_slot_cqe, QpSlotHandler, SlotCqe},
     qp_handle::{QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
     slot::{Owner, Slot, Tag},
-    CmHandler, CmId, Cqe, DmaBuf, QpCqeHandler,
+    CmHandler, CmId, DmaBuf, QpCqeHandler,
 };
 use crate::recv::{CmdSlot, RecvSlots, SharedSlots};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
@@ -153,9 +152,9 @@ pub(crate) type RspOwner<'a> = Owner<'a, RspState>;
 /// and the second completion is counted and ignored.
 #[repr(C)]
 pub(crate) struct RspSlot {
-    send_cqe: Cqe<RspSlot, SEND>,
-    read_cqe: Cqe<RspSlot, READ>,
-    write_cqe: Cqe<RspSlot, WRITE>,
+    send_cqe: SlotCqe<RspSlot, SEND>,
+    read_cqe: SlotCqe<RspSlot, READ>,
+    write_cqe: SlotCqe<RspSlot, WRITE>,
     state: Slot<RspState>,
     index: u32,
 }
@@ -172,9 +171,9 @@ pub(crate) const READ: u64 = 1;
 /// ... of its RDMA WRITE completions (with T10-PI).
 pub(crate) const WRITE: u64 = 2;
 
-impl_has_cqe!(RspSlot, send_cqe, 0);
-impl_has_cqe!(RspSlot, read_cqe, 1);
-impl_has_cqe!(RspSlot, write_cqe, 2);
+impl_has_slot_cqe!(RspSlot, send_cqe, 0);
+impl_has_slot_cqe!(RspSlot, read_cqe, 1);
+impl_has_slot_cqe!(RspSlot, write_cqe, 2);
 
 /// A queue's buffers and slots, and its send queue accounting.
 ///
@@ -207,9 +206,9 @@ pub(crate) struct Io {
 
 fn new_rsp(index: u32) -> Result<RspSlot> {
     Ok(RspSlot {
-        send_cqe: Cqe::resuming(),
-        read_cqe: Cqe::resuming(),
-        write_cqe: Cqe::resuming(),
+        send_cqe: SlotCqe::new(),
+        read_cqe: SlotCqe::new(),
+        write_cqe: SlotCqe::new(),
         state: Slot::new(RspState {
             in_use: false,
             cmd: 0,

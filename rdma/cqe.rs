@@ -12,9 +12,11 @@
 //! [`QpCqeHandler<ID>`] instead, and its handler gets the connection too: the handler of
 //! the [`super::CmId`] whose QP the request completed on, found here as well. An object
 //! whose state lives in a [`Slot`] handed to the device by [`super::slot::Owner::post`]
-//! ([`HasSlot`]) implements [`QpSlotHandler<ID>`] and makes its entries with
-//! [`Cqe::resuming`]: the trampoline resumes the slot and passes its owner to the
-//! handler, the only way back from the device.
+//! ([`HasSlot`]) embeds [`SlotCqe<Self, ID>`]s instead and implements
+//! [`QpSlotHandler<ID>`]: the trampoline resumes the slot and passes its owner to the
+//! handler, the only way back from the device. The two kinds of entries are types of
+//! their own, so that a receive, or a handler of another connection type, can never be
+//! bound to an entry whose trampoline resumes a slot.
 
 use super::{
     bindings,
@@ -45,7 +47,7 @@ pub(crate) trait QpCqeHandler<const ID: u64 = 0> {
 }
 
 /// The handler of the completions of the work requests that carry an object's
-/// [`Cqe<Self, ID>`] made with [`Cqe::resuming`]: requests posted from the object's slot
+/// [`SlotCqe<Self, ID>`]: requests posted from the object's slot
 /// ([`super::slot::Owner::post`]) on the QPs of `CmId<Self::Connection>`s.
 pub(crate) trait QpSlotHandler<const ID: u64 = 0>: HasSlot {
     /// The CM handler of the ids on whose QPs the requests are posted.
@@ -127,8 +129,7 @@ pub(crate) unsafe trait HasCqe<const ID: u64 = 0> {
 ///
 /// # Invariants
 ///
-/// `cqe.done` is [`Cqe::run`], [`Cqe::run_on_qp`] or [`Cqe::run_resuming`] for this `T`
-/// and `ID`.
+/// `cqe.done` is [`Cqe::run`] or [`Cqe::run_on_qp`] for this `T` and `ID`.
 #[repr(transparent)]
 pub(crate) struct Cqe<T, const ID: u64 = 0> {
     cqe: Opaque<bindings::ib_cqe>,
@@ -231,31 +232,97 @@ impl<T: HasCqe<ID> + QpCqeHandler<ID>, const ID: u64> Cqe<T, ID> {
     }
 }
 
-impl<T: HasCqe<ID> + QpSlotHandler<ID>, const ID: u64> Cqe<T, ID> {
-    /// An entry whose completions resume `T`'s slot and run `T`'s handler `ID` with its
-    /// owner and the connection of the QP the request completed on (posted only from the
-    /// slot, on QPs of `CmId<T::Connection>`s: see the type's documentation and
-    /// [`super::slot::Resumes`]).
-    pub(crate) fn resuming() -> Self {
+/// An object that embeds a [`SlotCqe<Self, ID>`]; implemented with
+/// [`impl_has_slot_cqe!`].
+///
+/// # Safety
+///
+/// `OFFSET` is the offset of a field of type `SlotCqe<Self, ID>` in `Self`, and
+/// [`HasSlotCqe::slot_entry`], if an implementation overrides it, returns that field.
+pub(crate) unsafe trait HasSlotCqe<const ID: u64 = 0>: HasSlot {
+    /// The offset of the `SlotCqe<Self, ID>` field.
+    const OFFSET: usize;
+
+    /// The object's resuming entry for handler `ID`.
+    fn slot_entry(&self) -> &SlotCqe<Self, ID>
+    where
+        Self: Sized,
+    {
+        // SAFETY: `OFFSET` is the offset of a `SlotCqe<Self, ID>` field in `Self` (the
+        // trait's safety section), borrowed with `self`.
+        unsafe {
+            &*core::ptr::from_ref(self)
+                .byte_add(<Self as HasSlotCqe<ID>>::OFFSET)
+                .cast::<SlotCqe<Self, ID>>()
+        }
+    }
+}
+
+/// An `ib_cqe` embedded in a `T` whose completions resume `T`'s [`Slot`] and run `T`'s
+/// [`QpSlotHandler<ID>`] with the slot's owner: the entry of the send requests a slot
+/// posts ([`super::slot::Owner::post`]).
+///
+/// A type of its own, not a [`Cqe`]: the layer binds it only to send requests posted from
+/// the slot (`CmId::send_wr`, `CmId::rw_binding`, which take `S: HasSlotCqe<ID>`), never
+/// to a receive, whose completion would resume the slot while its posted requests are in
+/// flight; and its trampoline's connection is the one those bindings checked
+/// (`QpSlotHandler::Connection`).
+///
+/// # Invariants
+///
+/// `cqe.done` is [`SlotCqe::run`] for this `T` and `ID`.
+#[repr(transparent)]
+pub(crate) struct SlotCqe<T, const ID: u64 = 0> {
+    cqe: Opaque<bindings::ib_cqe>,
+    _owner: PhantomData<fn(&T)>,
+}
+
+// SAFETY: the entry holds only a function pointer, written once at creation; the RDMA
+// core reads it from any CPU.
+unsafe impl<T, const ID: u64> Send for SlotCqe<T, ID> {}
+// SAFETY: as above.
+unsafe impl<T, const ID: u64> Sync for SlotCqe<T, ID> {}
+
+impl<T, const ID: u64> SlotCqe<T, ID> {
+    /// The entry, for a work request's `wr_cqe`.
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_cqe {
+        self.cqe.get()
+    }
+}
+
+impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
+    /// An entry whose completions resume `T`'s slot and run `T`'s handler `ID`.
+    pub(crate) fn new() -> Self {
         const { assert!(ID <= super::slot::MAX_COMPLETION_TAG) };
-        // INVARIANT: `done` is `run_resuming` for `T` and `ID`.
+        // INVARIANT: `done` is `run` for `T` and `ID`.
         Self {
             cqe: Opaque::new(bindings::ib_cqe {
-                done: Some(Self::run_resuming),
+                done: Some(Self::run),
             }),
             _owner: PhantomData,
         }
     }
 
-    /// The completion callback the RDMA core calls, for entries made with
-    /// [`Cqe::resuming`].
+    /// The completion callback the RDMA core calls.
     ///
     /// # Safety
     ///
-    /// As for [`Cqe::run_on_qp`].
-    unsafe extern "C" fn run_resuming(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-        // SAFETY: as in `run`.
-        let (object, wc) = unsafe { (Self::owner(wc), &*wc) };
+    /// Called by the RDMA core with a valid completion whose `wr_cqe` is the entry of a
+    /// `SlotCqe<T, ID>` (its `done` is this function: type invariant), of a live `T`. The
+    /// layer binds such entries only to send requests posted from `T`'s slot on the QP of a
+    /// `CmId<T::Connection>` (`CmId::send_wr`, `CmId::rw_binding`), which keeps `T` alive
+    /// and drains the QP (running this completion first) before it lets its handler go.
+    unsafe extern "C" fn run(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+        // SAFETY: the core passes a valid completion for the call; its entry is at
+        // `OFFSET` of a live `T` (the function's safety section); `SlotCqe` and `Opaque`
+        // are transparent.
+        let (object, wc) = unsafe {
+            let cqe = (*wc).__bindgen_anon_1.wr_cqe;
+            (
+                &*cqe.byte_sub(<T as HasSlotCqe<ID>>::OFFSET).cast::<T>(),
+                &*wc,
+            )
+        };
         if wc.qp.is_null() {
             // (rxe and siw name the QP on every completion, flushes included)
             pr_warn!("a work completion names no QP; its handler does not run\n");
@@ -264,14 +331,42 @@ impl<T: HasCqe<ID> + QpSlotHandler<ID>, const ID: u64> Cqe<T, ID> {
         // SAFETY: the QP is a `CmId<T::Connection>`'s, alive with its handler while its
         // completions run (the function's safety section).
         let connection = unsafe { CmId::<T::Connection>::handler_of_qp(wc.qp) };
-        // SAFETY: this is the completion of a request that carried the object's entry
-        // `ID` (the function's safety section): the event that a post handing the slot
-        // off with `Resumes::of::<T, ID>` (tag `ID`) waits for. Its requests are done (a
-        // send queue completes in order, and the entry is on the chain's last request).
+        // SAFETY: this is the completion of a send request that carried the object's entry
+        // `ID`, which only requests posted from its slot carry (the function's safety
+        // section), with `Resumes::of::<T, ID>` (tag `ID`): the event the post waits
+        // for. Its requests are done (a send queue completes in order, and the entry is
+        // on the chain's last request).
         let owner = unsafe { object.slot().resume(ID as super::slot::Tag) };
         object.done(connection, owner, &WorkCompletion::from_raw(wc));
     }
 }
+
+/// Declares that an object embeds a [`SlotCqe`] in the named field, for handler `ID`.
+///
+/// ```ignore
+/// impl_has_slot_cqe!(RspSlot, send_cqe, 0);
+/// ```
+// (Not every module embeds slots.)
+#[allow(unused_macros)]
+macro_rules! impl_has_slot_cqe {
+    ($owner:ty, $field:ident, $id:literal) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is a
+        // `SlotCqe<$owner, $id>`.
+        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
+        #[allow(unsafe_code)]
+        unsafe impl $crate::rdma::cqe::HasSlotCqe<$id> for $owner {
+            const OFFSET: usize = {
+                // (raw pointers: a reference would also accept a field that derefs to one)
+                let _: fn(*const $owner) -> *const $crate::rdma::cqe::SlotCqe<$owner, $id> =
+                    // SAFETY: only the field's address is taken, nothing is read.
+                    |owner| unsafe { &raw const (*owner).$field };
+                ::core::mem::offset_of!($owner, $field)
+            };
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use impl_has_slot_cqe;
 
 /// Declares that an object embeds a [`Slot`] in the named field.
 ///

@@ -13,7 +13,6 @@
 
 use super::{
     bindings,
-    cqe::HasCqe,
     slot::{Prepared, Resumes},
     DmaBuf,
 };
@@ -123,8 +122,11 @@ impl QpGate {
     ///
     /// `first` and the requests it links to are valid for the call; the completion entry
     /// each carries, and the memory it points to, stay alive and in place until its
-    /// completion ran or the QP was drained, and an entry made with [`super::Cqe::on_qp`] lives
-    /// where the QP's completions find it (the handler of the id that owns the QP).
+    /// completion ran or the QP was drained; an entry made with [`super::Cqe::on_qp`], or a
+    /// [`super::cqe::SlotCqe`], lives where the QP's completions find it (the handler of
+    /// the id that owns the QP, whose type is the entry's handler's `Connection`); a
+    /// `SlotCqe` is carried only by requests posted from its object's slot
+    /// ([`super::slot::Owner::post`]), last in their chain.
     pub(super) unsafe fn post_send(
         &self,
         first: *const bindings::ib_send_wr,
@@ -417,20 +419,20 @@ pub(crate) struct BoundRequest {
 }
 
 impl BoundRequest {
-    /// Binds the entry of `owner` for handler `ID`, and `ranges` (the first ones given;
-    /// registered with `lkey`, or `inline` by CPU address), to `on`, whose device is
-    /// `device` (an address, only compared); `resumes`: what its completion resumes.
-    /// `EINVAL` for a range past the end of its buffer or mapped for another device, or
-    /// one given after a missing one.
+    /// Binds the entry at `cqe`, and `ranges` (the first ones given; registered with
+    /// `lkey`, or `inline` by CPU address), to `on`, whose device is `device` (an address,
+    /// only compared); `resumes`: what its completion resumes. `EINVAL` for a range past
+    /// the end of its buffer or mapped for another device, or one given after a missing
+    /// one.
     ///
     /// # Safety
     ///
-    /// As the type's invariants say, for `owner` and the ranges' buffers; `resumes` is
-    /// `None` or `Resumes::of::<S, ID>(owner)`, and then the entry was made with
-    /// [`super::Cqe::resuming`].
-    pub(super) unsafe fn new<S: HasCqe<ID>, const ID: u64>(
+    /// As the type's invariants say, for the entry's object and the ranges' buffers;
+    /// `resumes` is `Some(Resumes::of::<S, ID>(object))` exactly for an entry that is the
+    /// [`super::cqe::SlotCqe`] `ID` of `object`, and `None` for a [`super::Cqe`].
+    pub(super) unsafe fn new(
         on: PostTarget,
-        owner: &S,
+        cqe: *mut bindings::ib_cqe,
         ranges: &[Option<Range<'_>>; 2],
         device: usize,
         lkey: u32,
@@ -453,7 +455,7 @@ impl BoundRequest {
         // and device.
         Ok(Self {
             on,
-            cqe: S::entry(owner).as_raw(),
+            cqe,
             sges,
             num_sge,
             inline,

@@ -12,7 +12,7 @@
 //! event gives its owner up, and only that event gets it back:
 //!
 //! - [`Owner::post`] hands it to the completion of the work requests it posts: the
-//!   layer's completion trampoline ([`super::cqe::QpSlotHandler`]) resumes it and passes
+//!   layer's completion trampoline ([`super::cqe::SlotCqe`]) resumes it and passes
 //!   the owner to the handler. Which completion that is, is the requests' own (their
 //!   [`Resumes`], made by the layer when it bound them to the slot's object), not the
 //!   caller's choice.
@@ -514,8 +514,7 @@ impl Drop for Prepared<'_> {
 /// # Invariants
 ///
 /// `slot` is the address of the [`Slot`] of an object `S: HasSlot` whose
-/// `Cqe<S, ID>` entry, made with [`super::Cqe::resuming`], the request carries, and
-/// `tag` is `ID`.
+/// [`super::cqe::SlotCqe<S, ID>`] entry the request carries, and `tag` is `ID`.
 #[derive(Clone, Copy)]
 pub(crate) struct Resumes {
     slot: usize,
@@ -524,9 +523,7 @@ pub(crate) struct Resumes {
 
 impl Resumes {
     /// What the completion of a request carrying `owner`'s entry `ID` resumes.
-    pub(super) fn of<S: super::cqe::HasSlot + super::cqe::HasCqe<ID>, const ID: u64>(
-        owner: &S,
-    ) -> Self {
+    pub(super) fn of<S: super::cqe::HasSlotCqe<ID>, const ID: u64>(owner: &S) -> Self {
         const { assert!(ID <= MAX_COMPLETION_TAG) };
         // INVARIANT: `owner`'s slot and its entry `ID`'s tag.
         Self {

@@ -111,9 +111,9 @@ impl<X, S> Srq<X, S> {
         // destroyed and never move (type invariant); only QPs of `CmId<S::Connection>`s
         // take from the SRQ (`create_qp_on_srq`); the key and device are the SRQ's PD's.
         let bound = unsafe {
-            BoundRequest::new::<S, 0>(
+            BoundRequest::new(
                 target,
-                owner,
+                S::entry(owner).as_raw(),
                 &[Some(first), second],
                 self.pd.device_address(),
                 self.pd.local_dma_lkey(),

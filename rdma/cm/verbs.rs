@@ -6,7 +6,7 @@
 use super::{to_result, CmHandler, CmId};
 use crate::rdma::{
     bindings,
-    cqe::{HasCqe, QpCqeHandler, QpSlotHandler},
+    cqe::{HasCqe, HasSlotCqe, QpCqeHandler, QpSlotHandler},
     qp::{Local, Qp, QpRecords},
     qp_handle::{BoundRequest, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
     rw::{Drained, RwBinding},
@@ -318,9 +318,10 @@ impl<T: CmHandler> CmId<T> {
         inline: bool,
     ) -> Result<SendWr>
     where
-        S: HasCqe<ID> + QpSlotHandler<ID, Connection = T>,
+        S: HasSlotCqe<ID> + QpSlotHandler<ID, Connection = T>,
     {
-        // SAFETY: `S`'s completions find this id's handler (`S::Connection` is `T`).
+        // SAFETY: the entry is `S`'s `SlotCqe` `ID`, whose trampoline finds the handler
+        // of a `CmId<S::Connection>`, which is `T`, and resumes what `Resumes::of` names.
         let bound = unsafe {
             self.bind_in_handler(
                 |handler| {
@@ -328,7 +329,12 @@ impl<T: CmHandler> CmId<T> {
                     Some((owner, [Some(Range { buf, offset, len }), None]))
                 },
                 inline,
-                |owner| Some(Resumes::of::<S, ID>(owner)),
+                |owner| {
+                    (
+                        owner.slot_entry().as_raw(),
+                        Some(Resumes::of::<S, ID>(owner)),
+                    )
+                },
             )
         }?;
         SendWr::new(bound)
@@ -346,15 +352,17 @@ impl<T: CmHandler> CmId<T> {
     where
         S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
     {
-        // SAFETY: `S`'s completions find this id's handler (`S::Connection` is `T`).
+        // SAFETY: the entry is `S`'s `Cqe` `ID` (made with `Cqe::on_qp`, whose trampoline
+        // finds the handler of a `CmId<S::Connection>`, which is `T`, or with `Cqe::new`,
+        // which finds none), resuming nothing.
         let bound = unsafe {
-            self.bind_in_handler::<S, ID>(
+            self.bind_in_handler(
                 |handler| {
                     let (owner, first, second) = place(handler)?;
                     Some((owner, [Some(first), second]))
                 },
                 false,
-                |_| None,
+                |owner: &S| (HasCqe::<ID>::entry(owner).as_raw(), None),
             )
         }?;
         RecvWr::new(bound)
@@ -370,48 +378,53 @@ impl<T: CmHandler> CmId<T> {
         place: impl for<'a> Fn(&'a T) -> Option<&'a S>,
     ) -> Result<RwBinding>
     where
-        S: HasCqe<R>
+        S: HasSlotCqe<R>
             + QpSlotHandler<R, Connection = T>
-            + HasCqe<W>
+            + HasSlotCqe<W>
             + QpSlotHandler<W, Connection = T>,
     {
-        // SAFETY: `S`'s completions find this id's handler (`S::Connection` is `T`).
+        // SAFETY: as in `send_wr`, for `S`'s `SlotCqe`s `R` and `W`.
         let (from_remote, to_remote) = unsafe {
             (
-                self.bind_in_handler::<S, R>(
+                self.bind_in_handler(
                     |handler| Some((place(handler)?, [None, None])),
                     false,
-                    |owner| Some(Resumes::of::<S, R>(owner)),
+                    |owner: &S| {
+                        let entry = HasSlotCqe::<R>::slot_entry(owner).as_raw();
+                        (entry, Some(Resumes::of::<S, R>(owner)))
+                    },
                 )?,
-                self.bind_in_handler::<S, W>(
+                self.bind_in_handler(
                     |handler| Some((place(handler)?, [None, None])),
                     false,
-                    |owner| Some(Resumes::of::<S, W>(owner)),
+                    |owner: &S| {
+                        let entry = HasSlotCqe::<W>::slot_entry(owner).as_raw();
+                        (entry, Some(Resumes::of::<S, W>(owner)))
+                    },
                 )?,
             )
         };
         RwBinding::new(from_remote, to_remote)
     }
 
-    /// The entry `ID` of the object `place` finds in this id's handler, and the ranges it
-    /// finds there, bound to the QP, with what its completion resumes (`resumes`). `ENOENT`
-    /// if it finds none, `ENOTCONN` before the QP exists, `EINVAL` for a range that is not
-    /// in its buffer or is mapped for another device.
+    /// The entry `entry` picks of the object `place` finds in this id's handler, and the
+    /// ranges it finds there, bound to the QP, with what its completion resumes (`entry`'s
+    /// second value). `ENOENT` if it finds none, `ENOTCONN` before the QP exists, `EINVAL`
+    /// for a range that is not in its buffer or is mapped for another device.
     ///
     /// # Safety
     ///
-    /// The completions of `S`'s entry `ID` find this id's handler: it was made with
-    /// [`super::super::Cqe::on_qp`] or [`super::super::Cqe::resuming`] for an `S` whose
-    /// `Connection` is `T`, or with [`super::super::Cqe::new`].
-    unsafe fn bind_in_handler<S, const ID: u64>(
+    /// `entry` returns an entry embedded in the object it is given, whose completions find
+    /// this id's handler (a [`super::super::Cqe`] made with `Cqe::on_qp` for an `S` whose
+    /// `QpCqeHandler::Connection` is `T`, or with `Cqe::new`; a
+    /// [`super::super::cqe::SlotCqe`] of an `S` whose `QpSlotHandler::Connection` is `T`),
+    /// with `Some(Resumes::of)` of that object for a `SlotCqe` and `None` for a `Cqe`.
+    unsafe fn bind_in_handler<S>(
         &self,
         place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, [Option<Range<'a>>; 2])>,
         inline: bool,
-        resumes: impl FnOnce(&S) -> Option<Resumes>,
-    ) -> Result<BoundRequest>
-    where
-        S: HasCqe<ID>,
-    {
+        entry: impl FnOnce(&S) -> (*mut bindings::ib_cqe, Option<Resumes>),
+    ) -> Result<BoundRequest> {
         let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
         let lkey = self
             .pd()
@@ -420,16 +433,16 @@ impl<T: CmHandler> CmId<T> {
         let device = self.device().ok_or(ENODEV)?.as_raw() as usize;
         let handler = self.handler();
         let (owner, ranges) = place(&handler).ok_or(ENOENT)?;
-        let resumes = resumes(owner);
+        let (cqe, resumes) = entry(owner);
         // SAFETY: the object and the buffers live, in place, in this id's handler (`place`
         // borrows them from there for any lifetime, so they live as long as the handler),
-        // which the id keeps until its QP was drained and destroyed (`Drop`); the object's
-        // completions find that handler (the function's safety section); `lkey` and
-        // `device` are the QP's.
+        // which the id keeps until its QP was drained and destroyed (`Drop`); the entry is
+        // the object's, its completions find that handler and `resumes` matches its kind
+        // (the function's safety section); `lkey` and `device` are the QP's.
         unsafe {
-            BoundRequest::new::<S, ID>(
+            BoundRequest::new(
                 PostTarget::Qp(qp),
-                owner,
+                cqe,
                 &ranges,
                 device,
                 lkey,
