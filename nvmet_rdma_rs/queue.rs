@@ -9,9 +9,7 @@
 //! waits for the nvmet core to finish the queue's requests, drains the QP and frees
 //! everything.
 
-// Safe Rust only. `deny`, not `forbid`: `impl_has_work!` expands the kernel crate's
-// `unsafe impl` for the queue's work items.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use crate::command::{Connection, Io, QueueStats, SlotLists, RESPONSE_SIZE};
 use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, OpsRef, SqCq};
