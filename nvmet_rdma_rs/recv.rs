@@ -8,9 +8,7 @@
 //! are allocated once, never move (the C side points into them), and a completion runs
 //! its slot's [`QpCqeHandler`] with the queue of the QP it arrived on.
 
-// Safe Rust only. `deny`, not `forbid`: `impl_has_cqe!` expands the layer's `unsafe impl`
-// (allowed where it expands, as `kernel::impl_has_work!` does for work items).
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use crate::rdma::{
     cqe::impl_has_cqe,

@@ -23,7 +23,7 @@ use super::{
     slot::{Owner, Slot},
     CmHandler, CmId, WorkCompletion,
 };
-use core::marker::PhantomData;
+use core::{marker::PhantomData, ptr};
 use kernel::{prelude::*, sync::ArcBorrow, types::Opaque};
 
 /// The handler of the completions of the work requests that carry an object's
@@ -68,64 +68,57 @@ pub(crate) trait QpSlotHandler<const ID: u64 = 0>: HasSlot {
 /// An object that embeds a [`Slot`]; implemented with [`impl_has_slot!`] (or
 /// `impl_has_request!`).
 ///
-/// # Safety
-///
-/// `SLOT_OFFSET` is the offset of a field of type `Slot<Self::State>` in `Self`, and
-/// [`HasSlot::slot`], if an implementation overrides it, returns that field.
-pub(crate) unsafe trait HasSlot {
+/// (A safe trait: the layer resumes only a slot that [`placed_slot`] found at
+/// `SLOT_OFFSET` from its object, and resumes it for that object's events only if it finds
+/// it there again: an implementation that says otherwise has its slots refused.)
+pub(crate) trait HasSlot {
     /// The slot's state.
     type State;
-    /// The offset of the slot field.
+    /// Where [`HasSlot::slot`] is, from the start of the object: the offset of the field.
     const SLOT_OFFSET: usize;
 
     /// The object's slot.
-    fn slot(&self) -> &Slot<Self::State>
-    where
-        Self: Sized,
-    {
-        // SAFETY: `SLOT_OFFSET` is the offset of a `Slot<Self::State>` field in `Self` (the
-        // trait's safety section), borrowed with `self`.
-        unsafe {
-            &*core::ptr::from_ref(self)
-                .byte_add(Self::SLOT_OFFSET)
-                .cast::<Slot<Self::State>>()
-        }
+    fn slot(&self) -> &Slot<Self::State>;
+}
+
+/// `object`'s slot, if [`HasSlot::slot`] returns one at `S::SLOT_OFFSET` from `object`;
+/// `None` otherwise, with one log line. The slot is borrowed from the object, so the one
+/// found at that address lives there, in place, as long as the object: the layer checks
+/// where it binds the object's requests to the slot ([`super::slot::Resumes::of`]) and
+/// again where their completion resumes it, and so resumes the slot it bound.
+pub(crate) fn placed_slot<S: HasSlot>(object: &S) -> Option<&Slot<S::State>> {
+    let slot = object.slot();
+    let at = ptr::from_ref(object).addr().checked_add(S::SLOT_OFFSET);
+    if at != Some(ptr::from_ref(slot).addr()) {
+        pr_warn!("an object's slot is not where its type says; refused\n");
+        return None;
     }
+    Some(slot)
 }
 
 /// An object that embeds a [`Cqe<Self, ID>`]; implemented with [`impl_has_cqe!`].
 ///
-/// # Safety
-///
-/// `OFFSET` is the offset of a field of type `Cqe<Self, ID>` in `Self`, and
-/// [`HasCqe::entry`], if an implementation overrides it, returns that field.
-pub(crate) unsafe trait HasCqe<const ID: u64 = 0> {
-    /// The offset of the `Cqe<Self, ID>` field.
+/// (A safe trait: a work request carries only an entry that [`Cqe::placed`] found at
+/// `OFFSET` from its object, which is where the completion's trampoline takes the object
+/// from: an implementation that says otherwise has its entries refused.)
+pub(crate) trait HasCqe<const ID: u64 = 0> {
+    /// Where [`HasCqe::entry`] is, from the start of the object: the offset of the field.
     const OFFSET: usize;
 
     /// The object's entry for handler `ID`.
     fn entry(&self) -> &Cqe<Self, ID>
     where
-        Self: Sized,
-    {
-        // SAFETY: `OFFSET` is the offset of a `Cqe<Self, ID>` field in `Self` (the trait's
-        // safety section), borrowed with `self`.
-        unsafe {
-            &*core::ptr::from_ref(self)
-                .byte_add(Self::OFFSET)
-                .cast::<Cqe<Self, ID>>()
-        }
-    }
+        Self: Sized;
 }
 
 /// An `ib_cqe` embedded in a `T`: the completions of the work requests that carry it run
 /// `T`'s [`CqeHandler<ID>`].
 ///
-/// Whoever posts a work request with [`Cqe::as_raw`] as its `wr_cqe` uses the `Cqe` that
-/// is `T`'s [`HasCqe<ID>`] field, and keeps the `T` alive and in place until the request's
-/// completion has run (or the QP is drained); for an entry made with [`Cqe::on_qp`], it
-/// posts the request only on a QP of a `CmId<T::Connection>` (or on an SRQ from which
-/// only such QPs take).
+/// Whoever posts a work request with [`Cqe::as_raw`] as its `wr_cqe` uses an entry that
+/// [`Cqe::placed`] returned for a `T` (at `T::OFFSET` from it), and keeps the `T` alive and
+/// in place until the request's completion has run (or the QP is drained); for an entry
+/// made with [`Cqe::on_qp`], it posts the request only on a QP of a `CmId<T::Connection>`
+/// (or on an SRQ from which only such QPs take).
 ///
 /// # Invariants
 ///
@@ -152,19 +145,37 @@ impl<T, const ID: u64> Cqe<T, ID> {
     ///
     /// # Safety
     ///
-    /// `wc` is a valid completion of a request that carried the `Cqe<T, ID>` at
-    /// `T::OFFSET` of a live `T`, which stays alive for `'a`.
+    /// `wc` is a valid completion of a request that carried a `Cqe<T, ID>` at `T::OFFSET`
+    /// from a live `T` ([`Cqe::placed`]), which stays alive for `'a`.
     unsafe fn owner<'a>(wc: *mut bindings::ib_wc) -> &'a T
     where
         T: HasCqe<ID>,
     {
         // SAFETY: every work request that reaches a `Cqe`'s callback was posted with a
-        // `wr_cqe`, this entry, at `T::OFFSET` in a live `T` (the function's safety
-        // section and `HasCqe`); `Cqe` and `Opaque` are transparent.
+        // `wr_cqe`, this entry, at `T::OFFSET` from a live `T` (the function's safety
+        // section); `Cqe` and `Opaque` are transparent. (Wrapping: only the address is
+        // computed, which is the `T`'s.)
         unsafe {
             let cqe = (*wc).__bindgen_anon_1.wr_cqe;
-            &*cqe.byte_sub(T::OFFSET).cast::<T>()
+            &*cqe.wrapping_byte_sub(T::OFFSET).cast::<T>()
         }
+    }
+}
+
+impl<T: HasCqe<ID>, const ID: u64> Cqe<T, ID> {
+    /// `owner`'s entry `ID`, for the work requests bound to it
+    /// ([`super::qp_handle::BoundRequest`]): the one [`HasCqe::entry`] returns, if it is at
+    /// `T::OFFSET` from `owner`, where the completion's trampoline takes the owner from
+    /// (`EINVAL` otherwise, with one log line). It is borrowed from `owner`, so it lives, in
+    /// place, as long as `owner` does.
+    pub(crate) fn placed(owner: &T) -> Result<&Self> {
+        let entry = owner.entry();
+        let at = ptr::from_ref(owner).addr().checked_add(T::OFFSET);
+        if at != Some(ptr::from_ref(entry).addr()) {
+            pr_warn!("an object's completion entry is not where its type says; refused\n");
+            return Err(EINVAL);
+        }
+        Ok(entry)
     }
 }
 
@@ -235,27 +246,17 @@ impl<T: HasCqe<ID> + QpCqeHandler<ID>, const ID: u64> Cqe<T, ID> {
 /// An object that embeds a [`SlotCqe<Self, ID>`]; implemented with
 /// [`impl_has_slot_cqe!`].
 ///
-/// # Safety
-///
-/// `OFFSET` is the offset of a field of type `SlotCqe<Self, ID>` in `Self`, and
-/// [`HasSlotCqe::slot_entry`], if an implementation overrides it, returns that field.
-pub(crate) unsafe trait HasSlotCqe<const ID: u64 = 0>: HasSlot {
-    /// The offset of the `SlotCqe<Self, ID>` field.
+/// (A safe trait, as [`HasCqe`]: a work request carries only an entry that
+/// [`SlotCqe::placed`] found at `OFFSET` from its object.)
+pub(crate) trait HasSlotCqe<const ID: u64 = 0>: HasSlot {
+    /// Where [`HasSlotCqe::slot_entry`] is, from the start of the object: the offset of
+    /// the field.
     const OFFSET: usize;
 
     /// The object's resuming entry for handler `ID`.
     fn slot_entry(&self) -> &SlotCqe<Self, ID>
     where
-        Self: Sized,
-    {
-        // SAFETY: `OFFSET` is the offset of a `SlotCqe<Self, ID>` field in `Self` (the
-        // trait's safety section), borrowed with `self`.
-        unsafe {
-            &*core::ptr::from_ref(self)
-                .byte_add(<Self as HasSlotCqe<ID>>::OFFSET)
-                .cast::<SlotCqe<Self, ID>>()
-        }
-    }
+        Self: Sized;
 }
 
 /// An `ib_cqe` embedded in a `T` whose completions resume `T`'s [`Slot`] and run `T`'s
@@ -290,6 +291,23 @@ impl<T, const ID: u64> SlotCqe<T, ID> {
     }
 }
 
+impl<T: HasSlotCqe<ID>, const ID: u64> SlotCqe<T, ID> {
+    /// `owner`'s resuming entry `ID`, for the send requests bound to it: the one
+    /// [`HasSlotCqe::slot_entry`] returns, if it is at `T::OFFSET` from `owner`, where the
+    /// trampoline takes the owner from (`EINVAL` otherwise, with one log line).
+    pub(crate) fn placed(owner: &T) -> Result<&Self> {
+        let entry = owner.slot_entry();
+        let at = ptr::from_ref(owner)
+            .addr()
+            .checked_add(<T as HasSlotCqe<ID>>::OFFSET);
+        if at != Some(ptr::from_ref(entry).addr()) {
+            pr_warn!("an object's completion entry is not where its type says; refused\n");
+            return Err(EINVAL);
+        }
+        Ok(entry)
+    }
+}
+
 impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
     /// An entry whose completions resume `T`'s slot and run `T`'s handler `ID`.
     pub(crate) fn new() -> Self {
@@ -308,18 +326,21 @@ impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
     /// # Safety
     ///
     /// Called by the RDMA core with a valid completion whose `wr_cqe` is the entry of a
-    /// `SlotCqe<T, ID>` (its `done` is this function: type invariant), of a live `T`. The
+    /// `SlotCqe<T, ID>` (its `done` is this function: type invariant) at `T::OFFSET` from a
+    /// live `T` ([`SlotCqe::placed`]). The
     /// layer binds such entries only to send requests posted from `T`'s slot on the QP of a
     /// `CmId<T::Connection>` (`CmId::send_wr`, `CmId::rw_binding`), which keeps `T` alive
     /// and drains the QP (running this completion first) before it lets its handler go.
     unsafe extern "C" fn run(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
         // SAFETY: the core passes a valid completion for the call; its entry is at
-        // `OFFSET` of a live `T` (the function's safety section); `SlotCqe` and `Opaque`
-        // are transparent.
+        // `OFFSET` from a live `T` (the function's safety section); `SlotCqe` and `Opaque`
+        // are transparent. (Wrapping: only the address is computed, which is the `T`'s.)
         let (object, wc) = unsafe {
             let cqe = (*wc).__bindgen_anon_1.wr_cqe;
             (
-                &*cqe.byte_sub(<T as HasSlotCqe<ID>>::OFFSET).cast::<T>(),
+                &*cqe
+                    .wrapping_byte_sub(<T as HasSlotCqe<ID>>::OFFSET)
+                    .cast::<T>(),
                 &*wc,
             )
         };
@@ -331,12 +352,18 @@ impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
         // SAFETY: the QP is a `CmId<T::Connection>`'s, alive with its handler while its
         // completions run (the function's safety section).
         let connection = unsafe { CmId::<T::Connection>::handler_of_qp(wc.qp) };
-        // SAFETY: this is the completion of a send request that carried the object's entry
-        // `ID`, which only requests posted from its slot carry (the function's safety
-        // section), with `Resumes::of::<T, ID>` (tag `ID`): the event the post waits
-        // for. Its requests are done (a send queue completes in order, and the entry is
-        // on the chain's last request).
-        let owner = unsafe { object.slot().resume(ID as super::slot::Tag) };
+        // (`None`, with one log line, if the object's slot is not where its type says:
+        // then no post handed it off to this completion.)
+        let owner = placed_slot(object).and_then(|slot| {
+            // SAFETY: this is the completion of a send request that carried the object's
+            // entry `ID`, which only requests posted from its slot carry (the function's
+            // safety section), with `Resumes::of::<T, ID>` (tag `ID`): the event the post
+            // waits for, which names the slot at `SLOT_OFFSET` from the object, this one
+            // (`placed_slot` found it there then and now; borrowed from the object, it is
+            // the same slot). Its requests are done (a send queue completes in order, and
+            // the entry is on the chain's last request).
+            unsafe { slot.resume(ID as super::slot::Tag) }
+        });
         object.done(connection, owner, &WorkCompletion::from_raw(wc));
     }
 }
@@ -350,18 +377,17 @@ impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
 #[allow(unused_macros)]
 macro_rules! impl_has_slot_cqe {
     ($owner:ty, $field:ident, $id:literal) => {
-        // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is a
-        // `SlotCqe<$owner, $id>`.
-        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
-        #[allow(unsafe_code)]
-        unsafe impl $crate::rdma::cqe::HasSlotCqe<$id> for $owner {
+        impl $crate::rdma::cqe::HasSlotCqe<$id> for $owner {
             const OFFSET: usize = {
                 // (raw pointers: a reference would also accept a field that derefs to one)
-                let _: fn(*const $owner) -> *const $crate::rdma::cqe::SlotCqe<$owner, $id> =
-                    // SAFETY: only the field's address is taken, nothing is read.
-                    |owner| unsafe { &raw const (*owner).$field };
+                let _: fn(&$owner) -> *const $crate::rdma::cqe::SlotCqe<$owner, $id> =
+                    |owner| &raw const owner.$field;
                 ::core::mem::offset_of!($owner, $field)
             };
+
+            fn slot_entry(&self) -> &$crate::rdma::cqe::SlotCqe<$owner, $id> {
+                &self.$field
+            }
         }
     };
 }
@@ -377,18 +403,18 @@ pub(crate) use impl_has_slot_cqe;
 #[allow(unused_macros)]
 macro_rules! impl_has_slot {
     ($owner:ty, $field:ident: $state:ty) => {
-        // SAFETY: `SLOT_OFFSET` is the offset of `$field`, which the function below checks
-        // is a `Slot<$state>`.
-        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
-        #[allow(unsafe_code)]
-        unsafe impl $crate::rdma::cqe::HasSlot for $owner {
+        impl $crate::rdma::cqe::HasSlot for $owner {
             type State = $state;
             const SLOT_OFFSET: usize = {
-                let _: fn(*const $owner) -> *const $crate::rdma::slot::Slot<$state> =
-                    // SAFETY: only the field's address is taken, nothing is read.
-                    |owner| unsafe { &raw const (*owner).$field };
+                // (raw pointers: a reference would also accept a field that derefs to one)
+                let _: fn(&$owner) -> *const $crate::rdma::slot::Slot<$state> =
+                    |owner| &raw const owner.$field;
                 ::core::mem::offset_of!($owner, $field)
             };
+
+            fn slot(&self) -> &$crate::rdma::slot::Slot<$state> {
+                &self.$field
+            }
         }
     };
 }
@@ -409,18 +435,17 @@ macro_rules! impl_has_cqe {
         $crate::rdma::cqe::impl_has_cqe!($owner, $field, 0);
     };
     ($owner:ty, $field:ident, $id:literal) => {
-        // SAFETY: `OFFSET` is the offset of `$field`, which the function below checks is a
-        // `Cqe<$owner, $id>`.
-        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
-        #[allow(unsafe_code)]
-        unsafe impl $crate::rdma::cqe::HasCqe<$id> for $owner {
+        impl $crate::rdma::cqe::HasCqe<$id> for $owner {
             const OFFSET: usize = {
                 // (raw pointers: a reference would also accept a field that derefs to one)
-                let _: fn(*const $owner) -> *const $crate::rdma::cqe::Cqe<$owner, $id> =
-                    // SAFETY: only the field's address is taken, nothing is read.
-                    |owner| unsafe { &raw const (*owner).$field };
+                let _: fn(&$owner) -> *const $crate::rdma::cqe::Cqe<$owner, $id> =
+                    |owner| &raw const owner.$field;
                 ::core::mem::offset_of!($owner, $field)
             };
+
+            fn entry(&self) -> &$crate::rdma::cqe::Cqe<$owner, $id> {
+                &self.$field
+            }
         }
     };
 }

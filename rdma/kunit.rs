@@ -128,8 +128,17 @@ mod completion_dispatch {
         ib_wc_opcode_IB_WC_RECV as RECV, ib_wc_status_IB_WC_SUCCESS as SUCCESS,
         ib_wc_status_IB_WC_WR_FLUSH_ERR as FLUSHED,
     };
-    use crate::rdma::{cqe::impl_has_cqe, Cqe, CqeHandler, WorkCompletion};
-    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    use crate::rdma::{
+        cqe::{impl_has_cqe, impl_has_slot, placed_slot, HasCqe, HasSlot},
+        slot::Slot,
+        Cqe, CqeHandler, WorkCompletion,
+    };
+    use core::{
+        mem::offset_of,
+        ptr,
+        sync::atomic::{AtomicU32, Ordering::Relaxed},
+    };
+    use kernel::error::code::EINVAL;
 
     /// An object with two completion entries, counting what each handler saw.
     struct Probe {
@@ -216,6 +225,66 @@ mod completion_dispatch {
         assert_eq!(p.first_runs.load(Relaxed), 1);
         assert_eq!(p.second_runs.load(Relaxed), 2);
         assert_eq!(p.byte_len.load(Relaxed), 65);
+    }
+
+    /// An object whose safe `HasCqe` and `HasSlot` implementations (written by hand, not
+    /// with the macros) name one field and return another.
+    struct Misplaced {
+        declared: Cqe<Misplaced, 3>,
+        returned: Cqe<Misplaced, 3>,
+        slot: Slot<u32>,
+        other_slot: Slot<u32>,
+    }
+
+    impl HasCqe<3> for Misplaced {
+        const OFFSET: usize = offset_of!(Misplaced, declared);
+
+        fn entry(&self) -> &Cqe<Misplaced, 3> {
+            &self.returned
+        }
+    }
+
+    impl CqeHandler<3> for Misplaced {
+        fn done(&self, _wc: &WorkCompletion) {}
+    }
+
+    impl HasSlot for Misplaced {
+        type State = u32;
+        const SLOT_OFFSET: usize = offset_of!(Misplaced, slot);
+
+        #[allow(clippy::misnamed_getters)] // (the misuse under test)
+        fn slot(&self) -> &Slot<u32> {
+            &self.other_slot
+        }
+    }
+
+    /// An object declared with the macros.
+    struct Placed {
+        _before: u64,
+        slot: Slot<u32>,
+    }
+
+    impl_has_slot!(Placed, slot: u32);
+
+    #[test]
+    fn only_entries_and_slots_where_declared() {
+        // Declared with the macros: found where the trampolines look.
+        let p = probe();
+        assert!(Cqe::<Probe, 7>::placed(&p).is_ok_and(|entry| ptr::eq(entry, &p.second)));
+        let placed = Placed {
+            _before: 0,
+            slot: Slot::new(0),
+        };
+        assert!(placed_slot(&placed).is_some_and(|slot| ptr::eq(slot, &placed.slot)));
+        // Elsewhere than declared: no request is bound to the entry, no slot resumed.
+        let misplaced = Misplaced {
+            declared: Cqe::new(),
+            returned: Cqe::new(),
+            slot: Slot::new(0),
+            other_slot: Slot::new(0),
+        };
+        assert_eq!(Cqe::<Misplaced, 3>::placed(&misplaced).err(), Some(EINVAL));
+        assert!(placed_slot(&misplaced).is_none());
     }
 
     #[test]

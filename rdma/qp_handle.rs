@@ -401,9 +401,11 @@ pub(super) enum PostTarget {
 ///
 /// # Invariants
 ///
-/// The object that embeds the entry at `cqe`, and the memory `sges` name (mapped for the
-/// device of `on`), stay alive and in place as long as requests posted on `on` can
-/// complete (until the QP was drained, or the SRQ destroyed); an entry made with
+/// The entry at `cqe` is at its type's offset from an object ([`super::Cqe::placed`],
+/// [`super::cqe::SlotCqe::placed`]). The object, with its entry, and the memory `sges`
+/// name (mapped for the device of `on`), stay alive and in place as long as requests
+/// posted on `on` can complete (until the QP was drained, or the SRQ destroyed); an entry
+/// made with
 /// [`super::Cqe::on_qp`] lives where the completions on `on` find it: in the handler of the CM id
 /// that owns the QP, or in an SRQ that only QPs of such ids use. `inline`: the first entry
 /// is a CPU address, for a send posted with `IB_SEND_INLINE`.

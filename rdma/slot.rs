@@ -513,7 +513,8 @@ impl Drop for Prepared<'_> {
 ///
 /// # Invariants
 ///
-/// `slot` is the address of the [`Slot`] of an object `S: HasSlot` whose
+/// `slot` is the address of the [`Slot`] at `S::SLOT_OFFSET` from an object `S: HasSlot`
+/// (its [`super::cqe::HasSlot::slot`], checked there: [`super::cqe::placed_slot`]) whose
 /// [`super::cqe::SlotCqe<S, ID>`] entry the request carries, and `tag` is `ID`.
 #[derive(Clone, Copy)]
 pub(crate) struct Resumes {
@@ -522,13 +523,15 @@ pub(crate) struct Resumes {
 }
 
 impl Resumes {
-    /// What the completion of a request carrying `owner`'s entry `ID` resumes.
-    pub(super) fn of<S: super::cqe::HasSlotCqe<ID>, const ID: u64>(owner: &S) -> Self {
+    /// What the completion of a request carrying `owner`'s entry `ID` resumes: `EINVAL` if
+    /// `owner`'s slot is not where its type says (see [`super::cqe::placed_slot`]).
+    pub(super) fn of<S: super::cqe::HasSlotCqe<ID>, const ID: u64>(owner: &S) -> Result<Self> {
         const { assert!(ID <= MAX_COMPLETION_TAG) };
-        // INVARIANT: `owner`'s slot and its entry `ID`'s tag.
-        Self {
-            slot: ptr::from_ref(owner.slot()).addr(),
+        let slot = super::cqe::placed_slot(owner).ok_or(EINVAL)?;
+        // INVARIANT: `owner`'s slot, at `SLOT_OFFSET` from it, and its entry `ID`'s tag.
+        Ok(Self {
+            slot: ptr::from_ref(slot).addr(),
             tag: ID as Tag,
-        }
+        })
     }
 }

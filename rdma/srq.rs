@@ -12,7 +12,7 @@
 
 use super::{
     bindings,
-    cqe::{HasCqe, QpCqeHandler},
+    cqe::{Cqe, HasCqe, QpCqeHandler},
     qp_handle::{BoundRequest, PostTarget, Range, RecvWr},
     Pd,
 };
@@ -113,7 +113,7 @@ impl<X, S> Srq<X, S> {
         let bound = unsafe {
             BoundRequest::new(
                 target,
-                S::entry(owner).as_raw(),
+                Cqe::<S, 0>::placed(owner)?.as_raw(),
                 &[Some(first), second],
                 self.pd.device_address(),
                 self.pd.local_dma_lkey(),

@@ -6,12 +6,12 @@
 use super::{to_result, CmHandler, CmId};
 use crate::rdma::{
     bindings,
-    cqe::{HasCqe, HasSlotCqe, QpCqeHandler, QpSlotHandler},
+    cqe::{HasCqe, HasSlotCqe, QpCqeHandler, QpSlotHandler, SlotCqe},
     qp::{Local, Qp, QpRecords},
     qp_handle::{BoundRequest, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
     rw::{Drained, RwBinding},
     slot::Resumes,
-    Cq, DmaBuf, Pd, Srq,
+    Cq, Cqe, DmaBuf, Pd, Srq,
 };
 use core::ptr::NonNull;
 use kernel::{
@@ -330,10 +330,8 @@ impl<T: CmHandler> CmId<T> {
                 },
                 inline,
                 |owner| {
-                    (
-                        owner.slot_entry().as_raw(),
-                        Some(Resumes::of::<S, ID>(owner)),
-                    )
+                    let entry = SlotCqe::<S, ID>::placed(owner)?.as_raw();
+                    Ok((entry, Some(Resumes::of::<S, ID>(owner)?)))
                 },
             )
         }?;
@@ -362,7 +360,7 @@ impl<T: CmHandler> CmId<T> {
                     Some((owner, [Some(first), second]))
                 },
                 false,
-                |owner: &S| (HasCqe::<ID>::entry(owner).as_raw(), None),
+                |owner: &S| Ok((Cqe::<S, ID>::placed(owner)?.as_raw(), None)),
             )
         }?;
         RecvWr::new(bound)
@@ -390,16 +388,16 @@ impl<T: CmHandler> CmId<T> {
                     |handler| Some((place(handler)?, [None, None])),
                     false,
                     |owner: &S| {
-                        let entry = HasSlotCqe::<R>::slot_entry(owner).as_raw();
-                        (entry, Some(Resumes::of::<S, R>(owner)))
+                        let entry = SlotCqe::<S, R>::placed(owner)?.as_raw();
+                        Ok((entry, Some(Resumes::of::<S, R>(owner)?)))
                     },
                 )?,
                 self.bind_in_handler(
                     |handler| Some((place(handler)?, [None, None])),
                     false,
                     |owner: &S| {
-                        let entry = HasSlotCqe::<W>::slot_entry(owner).as_raw();
-                        (entry, Some(Resumes::of::<S, W>(owner)))
+                        let entry = SlotCqe::<S, W>::placed(owner)?.as_raw();
+                        Ok((entry, Some(Resumes::of::<S, W>(owner)?)))
                     },
                 )?,
             )
@@ -410,11 +408,14 @@ impl<T: CmHandler> CmId<T> {
     /// The entry `entry` picks of the object `place` finds in this id's handler, and the
     /// ranges it finds there, bound to the QP, with what its completion resumes (`entry`'s
     /// second value). `ENOENT` if it finds none, `ENOTCONN` before the QP exists, `EINVAL`
-    /// for a range that is not in its buffer or is mapped for another device.
+    /// for a range that is not in its buffer or is mapped for another device, or an entry
+    /// or slot that is not where the object's type says (`entry` refuses it).
     ///
     /// # Safety
     ///
-    /// `entry` returns an entry embedded in the object it is given, whose completions find
+    /// `entry` returns an entry at its type's offset from the object it is given
+    /// ([`super::super::Cqe::placed`], [`super::super::cqe::SlotCqe::placed`]), whose
+    /// completions find
     /// this id's handler (a [`super::super::Cqe`] made with `Cqe::on_qp` for an `S` whose
     /// `QpCqeHandler::Connection` is `T`, or with `Cqe::new`; a
     /// [`super::super::cqe::SlotCqe`] of an `S` whose `QpSlotHandler::Connection` is `T`),
@@ -423,7 +424,7 @@ impl<T: CmHandler> CmId<T> {
         &self,
         place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, [Option<Range<'a>>; 2])>,
         inline: bool,
-        entry: impl FnOnce(&S) -> (*mut bindings::ib_cqe, Option<Resumes>),
+        entry: impl FnOnce(&S) -> Result<(*mut bindings::ib_cqe, Option<Resumes>)>,
     ) -> Result<BoundRequest> {
         let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
         let lkey = self
@@ -433,7 +434,7 @@ impl<T: CmHandler> CmId<T> {
         let device = self.device().ok_or(ENODEV)?.as_raw() as usize;
         let handler = self.handler();
         let (owner, ranges) = place(&handler).ok_or(ENOENT)?;
-        let (cqe, resumes) = entry(owner);
+        let (cqe, resumes) = entry(owner)?;
         // SAFETY: the object and the buffers live, in place, in this id's handler (`place`
         // borrows them from there for any lifetime, so they live as long as the handler),
         // which the id keeps until its QP was drained and destroyed (`Drop`); the entry is
