@@ -2,7 +2,8 @@
 
 //! KUnit suites of the nvmet binding: a submission/completion queue pair through its life
 //! with the real nvmet core (initialised, entered, destroyed, refused once destroyed), the
-//! hold it keeps on its port, and what a request that is not started allows.
+//! hold it keeps on its port, what a request that is not started allows, and where a
+//! request is started (only where its object's type says, and not once moved).
 //!
 //! They run when `nvmet_rdma_rs` loads on a kernel with `CONFIG_KUNIT=y` (the test kernel)
 //! and report in KTAP on the console; without KUnit they are not compiled.
@@ -14,12 +15,13 @@ mod binding {
     use crate::nvmet::{
         bindings,
         port::{new_link, PortLink},
-        request::Request,
+        request::{impl_has_request, Request, RequestState},
         sq::impl_has_sq_cq,
         workqueue::flush_nvmet_workqueue,
-        EnabledPort, PortConfig, SqCq,
+        EnabledPort, HasRequest, PortConfig, SqCq,
     };
-    use core::ptr::NonNull;
+    use crate::rdma::{cqe::impl_has_slot, slot::Slot};
+    use core::{mem::offset_of, ptr::NonNull};
     use kernel::{prelude::*, sync::Arc};
 
     /// A port as configfs would make one, and its link (number 7), as `add_port` makes it.
@@ -154,5 +156,100 @@ mod binding {
         // Only a started request reaches its namespace or gets data buffers.
         assert!(req.ns_integrity().is_none());
         assert_eq!(req.alloc_sgls().err(), Some(EINVAL));
+    }
+
+    /// A slot state that embeds a request, and its object, declared with the macro.
+    struct State {
+        _before: u64,
+        req: Request,
+    }
+
+    struct Object {
+        _before: u32,
+        slot: Slot<State>,
+    }
+
+    impl_has_request!(Object, slot: State, req);
+
+    fn object() -> Result<KBox<Object>> {
+        let state = State {
+            _before: 0,
+            req: Request::new(),
+        };
+        Ok(KBox::new(
+            Object {
+                _before: 0,
+                slot: Slot::new(state),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// A state whose (safe) `RequestState` gives another request than the one its
+    /// object's `HasRequest::OFFSET` names, which the core's answer would map back from.
+    struct TwoRequests {
+        _mapped_back: Request,
+        other: Request,
+    }
+
+    impl RequestState for TwoRequests {
+        fn request(&mut self) -> &mut Request {
+            &mut self.other
+        }
+    }
+
+    struct Misplaced {
+        slot: Slot<TwoRequests>,
+    }
+
+    impl_has_slot!(Misplaced, slot: TwoRequests);
+
+    impl HasRequest for Misplaced {
+        const OFFSET: usize = offset_of!(Misplaced, slot)
+            + Slot::<TwoRequests>::value_offset()
+            + offset_of!(TwoRequests, _mapped_back);
+    }
+
+    #[test]
+    fn request_started_only_where_declared() -> Result {
+        let (a, b) = (object()?, object()?);
+        let mut owner = a.slot.claim().ok_or(EBUSY)?;
+        // The object's own slot and request: found (`Request::init` starts this one).
+        let found = Request::placed(&*a, &mut owner).is_some();
+        // Another object's slot: refused.
+        let other_object = Request::placed(&*b, &mut owner).is_none();
+        drop(owner);
+        // A state that gives another request than the declared one: refused.
+        let misplaced = KBox::new(
+            Misplaced {
+                slot: Slot::new(TwoRequests {
+                    _mapped_back: Request::new(),
+                    other: Request::new(),
+                }),
+            },
+            GFP_KERNEL,
+        )?;
+        let mut owner = misplaced.slot.claim().ok_or(EBUSY)?;
+        let other_request = Request::placed(&*misplaced, &mut owner).is_none();
+        assert!(found && other_object && other_request);
+        Ok(())
+    }
+
+    #[test]
+    fn moved_request_not_started() -> Result {
+        let a = object()?;
+        let mut owner = a.slot.claim().ok_or(EBUSY)?;
+        let request = Request::placed(&*a, &mut owner).ok_or(EINVAL)?;
+        // SAFETY: the test hands the request to nobody.
+        unsafe { request.start_for_test() };
+        let started = request.is_started();
+        // Moved out of its object (which the core maps back to): not started where it
+        // lands, so no hand-over takes it there (nor back in its place, which now holds
+        // another request).
+        let moved = KBox::new(core::mem::replace(request, Request::new()), GFP_KERNEL)?;
+        assert!(started);
+        assert!(!moved.is_started());
+        assert!(!Request::placed(&*a, &mut owner).is_some_and(|r| r.is_started()));
+        Ok(())
     }
 }

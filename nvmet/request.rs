@@ -9,7 +9,8 @@
 //! command's arrival until it hands it over ([`Request::execute`], [`Request::complete`])
 //! and again once the core gave it back (`Transport::queue_response`), and uses it through
 //! `&mut` while it does. The request itself remembers whether it is started and not handed
-//! over yet, so that a hand-over happens once per start.
+//! over yet, and where it was started, so that a hand-over happens once per start, from
+//! the place the core maps back from.
 
 use super::{
     abi::{COMMAND_SIZE, COMPLETION_SIZE},
@@ -18,6 +19,7 @@ use super::{
     HasSqCq, OpsRef, Transport,
 };
 use crate::rdma::{
+    cqe::{placed_slot, HasSlot},
     sgl::PageSgl,
     slot::{Owner, Slot, CORE_TAG},
     DmaBuf,
@@ -48,20 +50,19 @@ pub(crate) use data::DataSgls;
 ///
 /// # Invariants
 ///
-/// `owned` is true exactly while `nvmet_req_init` accepted the request and it was not
-/// handed back to the core yet (executed, completed or uninitialised): only then may it be
-/// handed over; `started_at` is then the address of `req` when `nvmet_req_init` accepted
-/// it (a started request that moved, e.g. swapped into another slot, is refused every
-/// hand-over and data mapping: its sq and queue are another slot's, and its data list may
-/// point into where it was). `queue` is null, or, from [`Request::init`] until the request ended
-/// (its `queue_response` took it, or [`Request::uninit`]), the address of the
-/// `Arc<T::Queue>` (of the transport `T` that started it) that the queue's [`super::SqCq`]
-/// keeps ([`super::SqCq::keep`]) until its destroy waited for the request.
+/// `started_at` is the request's own address exactly while `nvmet_req_init` accepted the
+/// request at that address and it was not handed back to the core yet (executed,
+/// completed or uninitialised): only then may it be handed over ([`Request::is_started`];
+/// a request moved since it started is not started where it lands). Such a request is at
+/// `HasRequest::OFFSET` from the transport's object that [`Request::init`] started it in,
+/// inside the state of that object's slot. `queue` is null, or, from [`Request::init`]
+/// until the request ended (its `queue_response` took it, or [`Request::uninit`]), the
+/// address of the `Arc<T::Queue>` (of the transport `T` that started it) that the queue's
+/// [`super::SqCq`] keeps ([`super::SqCq::keep`]) until its destroy waited for the request.
 #[repr(C)]
 pub(crate) struct Request {
     req: Opaque<bindings::nvmet_req>,
-    owned: bool,
-    /// Where `req` was when the core accepted it (see the invariants).
+    /// Where the request was started (see the invariants); 0 if it is not.
     started_at: usize,
     /// The queue of the started request (see the invariants).
     queue: AtomicPtr<()>,
@@ -82,7 +83,6 @@ impl Request {
         // INVARIANT: not started.
         Self {
             req: Opaque::zeroed(),
-            owned: false,
             started_at: 0,
             queue: AtomicPtr::new(ptr::null_mut()),
             in_capsule: PageSgl::new(),
@@ -92,6 +92,23 @@ impl Request {
 
     fn raw(&self) -> *mut bindings::nvmet_req {
         self.req.get()
+    }
+
+    /// Whether the request is started, where it is, and not handed over yet.
+    pub(super) fn is_started(&self) -> bool {
+        self.started_at == ptr::from_ref(self).addr()
+    }
+
+    /// Marks the request started where it is, as `init` does once the core accepted it
+    /// (for the KUnit suites, which start none with the core).
+    ///
+    /// # Safety
+    ///
+    /// The request is not handed over to the core (nor uninitialised) as started.
+    #[cfg(CONFIG_KUNIT)]
+    pub(super) unsafe fn start_for_test(&mut self) {
+        // INVARIANT: not handed over (the caller's promise): only `is_started` sees it.
+        self.started_at = ptr::from_ref(self).addr();
     }
 
     /// The C request's fields, as its owner reads them.
@@ -118,7 +135,7 @@ impl Request {
     /// device, if that device can reach such memory. `EINVAL` past the end of the buffer,
     /// `EBUSY` while the request is started.
     pub(crate) fn set_response(&mut self, responses: &DmaBuf, offset: usize, p2p: bool) -> Result {
-        if self.owned {
+        if self.is_started() {
             return Err(EBUSY);
         }
         if offset.checked_add(COMPLETION_SIZE).ok_or(EINVAL)? > responses.len() {
@@ -145,15 +162,17 @@ impl Request {
     /// core parses the command). The request names the port the sq holds, which outlives
     /// it (the sq is destroyed only once its requests ended). While the core parses the
     /// command the slot is handed off to the core, whose `queue_response` resumes it
-    /// (`Transport::queue_response` gets the owner). Until the request ended, the queue's sq keeps the queue (and so the slot and
-    /// the buffers, which live in it): [`super::SqCq::keep`].
+    /// (`Transport::queue_response` gets the owner). Until the request ended, the queue's
+    /// sq keeps the queue (and so the slot and the buffers, which live in it):
+    /// [`super::SqCq::keep`].
     ///
     /// `Ok(Some(owner))` once the core accepted the command; `Ok(None)` if it refused it:
     /// it completed the request already (its `queue_response` ran, from inside this call,
     /// and took the slot), and the request is not started. `Err(owner)` if `place` finds
-    /// no slot or another one than `owner`'s, if `sq` is not the queue's, if the command is
-    /// not inside the buffer, the request is started already or the sq does not keep the
-    /// queue ([`super::SqCq::keep`]; nothing ran).
+    /// no object, or one whose slot or request is not `owner`'s ([`Request::placed`]), if
+    /// `sq` is not the queue's, if the command is not inside the buffer, the request is
+    /// started already or the sq does not keep the queue ([`super::SqCq::keep`]; nothing
+    /// ran).
     pub(crate) fn init<'a, T: Transport>(
         owner: SlotOwner<'a, T>,
         queue: ArcBorrow<'_, T::Queue>,
@@ -162,10 +181,10 @@ impl Request {
         sq: &SqEntered<'_>,
         ops: OpsRef<T>,
     ) -> Started<'a, T> {
-        let Some((slot_owner, capsules)) = place(&queue) else {
+        let Some((object, capsules)) = place(&queue) else {
             return Err(owner);
         };
-        if !ptr::eq(slot_owner.slot(), owner.slot()) || !sq.is_of(queue.sq_cq()) {
+        if !sq.is_of(queue.sq_cq()) {
             pr_warn!("start of a request outside its queue; ignored\n");
             return Err(owner);
         }
@@ -178,17 +197,19 @@ impl Request {
         let Ok(cmd) = capsules.cpu_ptr(offset) else {
             return Err(owner);
         };
-        let mut owner = owner;
-        let request = owner.request();
-        if request.owned || !request.queue.load(Acquire).is_null() {
-            pr_warn!("start of a request that is started already; ignored\n");
-            return Err(owner);
-        }
         let Some(kept) = queue.sq_cq().kept(queue, sq) else {
             pr_warn!("start of a request on a queue its sq does not keep; ignored\n");
             return Err(owner);
         };
-        let request = owner.request();
+        let mut owner = owner;
+        let Some(request) = Self::placed(object, &mut owner) else {
+            pr_warn!("start of a request outside its object's slot; ignored\n");
+            return Err(owner);
+        };
+        if request.is_started() || !request.queue.load(Acquire).is_null() {
+            pr_warn!("start of a request that is started already; ignored\n");
+            return Err(owner);
+        }
         let fields = request.fields_mut();
         fields.cmd = cmd.cast();
         fields.port = sq.port();
@@ -203,10 +224,11 @@ impl Request {
         // The request, the command and the response (`set_response`) live in the queue or
         // in buffers the request holds, and the queue's sq keeps the queue until the
         // request ended; `sq` is the queue's, entered; `ops` is `T`'s table, whose
-        // `queue_response` borrows the `Arc<T::Queue>` the sq keeps and finds the request
-        // in its `T::Request`; the port is held by the sq (`SqCq`), which `sq` keeps from
-        // being destroyed while the core parses the command, and the core's own reference
-        // for the request (taken in `nvmet_req_init`) until the request completes.
+        // `queue_response` borrows the `Arc<T::Queue>` the sq keeps and finds the
+        // `T::Request` at `OFFSET` before the request, `object` (`placed`), whose slot is
+        // this one; the port is held by the sq (`SqCq`), which `sq` keeps from being
+        // destroyed while the core parses the command, and the core's own reference for
+        // the request (taken in `nvmet_req_init`) until the request completes.
         let accepted = unsafe { bindings::nvmet_req_init(req, sq.sq(), ops.as_raw()) };
         if !accepted {
             return Ok(None);
@@ -218,11 +240,41 @@ impl Request {
             pr_err!("a request the core accepted was given back meanwhile\n");
             return Ok(None);
         };
-        // INVARIANT: started, here.
         let request = owner.request();
-        request.owned = true;
-        request.started_at = request.raw().addr();
+        if !ptr::eq(request.raw(), req) {
+            // (A state whose `request` names another request than the last call did.)
+            pr_err!("a request the core accepted is not the slot's request any more\n");
+            return Ok(Some(owner));
+        }
+        // INVARIANT: started, here: at `OFFSET` from `object`, in the state of its slot
+        // (`placed`).
+        request.started_at = ptr::from_ref(request).addr();
         Ok(Some(owner))
+    }
+
+    /// The request of the slot `owner` holds, if that slot and request are `object`'s:
+    /// its slot ([`HasSlot::slot`], at `R::SLOT_OFFSET` from it: [`placed_slot`]), and the
+    /// request the state gives ([`RequestState::request`]) at `R::OFFSET` from `object`,
+    /// which is inside the state (the offsets say so: checked at compile time). `None`
+    /// otherwise. Only such a request is started ([`Request::init`]): the core's answer
+    /// finds `object` and its slot by the offsets, the request lives as long as `object`,
+    /// and only the slot's owner reaches it.
+    pub(crate) fn placed<'o, R: HasRequest>(
+        object: &R,
+        owner: &'o mut Owner<'_, R::State>,
+    ) -> Option<&'o mut Request> {
+        const {
+            assert!(
+                request_in_state::<R>(),
+                "the request is not inside the slot's state"
+            )
+        };
+        if !ptr::eq(placed_slot(object)?, owner.slot()) {
+            return None;
+        }
+        let request = owner.request();
+        let at = ptr::from_ref(object).addr().checked_add(R::OFFSET);
+        (Some(ptr::from_ref(request).addr()) == at).then_some(request)
     }
 
     /// The queue of a request the core has: as its `queue_response` runs (`take`: the
@@ -258,34 +310,31 @@ impl Request {
     }
 
     /// Hands a started request back to the core: `None` if it is not started (or handed
-    /// over already), with one log line, since that is a transport bug.
+    /// over already, or moved since it started), with one log line, since that is a
+    /// transport bug.
     fn hand_over(&mut self, what: &str) -> Option<*mut bindings::nvmet_req> {
-        if !self.owned {
-            pr_warn!("{} of a request that is not started; ignored\n", what);
-            return None;
-        }
-        if !self.in_place() {
+        if self.started_at != 0 && !self.is_started() {
             pr_err!(
                 "{} of a started request that moved out of its slot; ended without running\n",
                 what
             );
             // INVARIANT: ended here.
-            self.owned = false;
+            self.started_at = 0;
             self.queue.store(ptr::null_mut(), Release);
-            // SAFETY: the request was accepted by `nvmet_req_init` and not handed back: its
-            // `sq`, `ns` and `pc_ref` (moved with it) hold the references this puts, and
-            // nothing else of it is read.
+            // SAFETY: the core accepted the request (at its old address) and it was not
+            // handed back: its `sq`, `ns` and `pc_ref`, moved with it, hold the references
+            // this puts (so the sq's destroy does not wait for it forever), and nothing else
+            // of it is read.
             unsafe { bindings::nvmet_req_uninit(self.raw()) };
             return None;
         }
+        if !self.is_started() {
+            pr_warn!("{} of a request that is not started; ignored\n", what);
+            return None;
+        }
         // INVARIANT: handed over by the caller, right after this.
-        self.owned = false;
+        self.started_at = 0;
         Some(self.raw())
-    }
-
-    /// Whether the request is started and still where the core accepted it.
-    pub(super) fn in_place(&self) -> bool {
-        self.owned && self.raw().addr() == self.started_at
     }
 
     /// Runs the command of the slot `owner` holds (`req->execute`), handing the slot off to
@@ -298,8 +347,9 @@ impl Request {
         };
         // SAFETY: the core's tag, which its `queue_response` resumes the slot with.
         unsafe { owner.hand_off_to_event(CORE_TAG) };
-        // SAFETY: the request was started (`hand_over`) and its slot is handed off to the
-        // core, in place while the request is in the core (`init`); `execute` was set by
+        // SAFETY: the request was started where it is (`hand_over`), in the state of this
+        // slot (only its owner reaches it: `placed`), which is handed off to the core and
+        // in place while the request is in the core (`init`); `execute` was set by
         // `nvmet_req_init`'s parsing (never left unset for an accepted command; if it were,
         // the request is completed as failed rather than left hanging).
         unsafe {
@@ -327,7 +377,7 @@ impl Request {
     /// `error_loc` of the command (see [`Request::complete`]).
     pub(crate) fn fail<S: RequestState>(mut owner: Owner<'_, S>, status: u16, error_loc: u16) {
         let request = owner.request();
-        if request.owned {
+        if request.is_started() {
             request.fields_mut().error_loc = error_loc;
         }
         Self::complete(owner, status);
@@ -391,7 +441,7 @@ impl Request {
     /// Sets the `control` field of a read or write command (the PRINFO bits the T10-PI
     /// offload chose), for the backend.
     pub(crate) fn set_rw_control(&mut self, control: u16) {
-        if !self.in_place() {
+        if !self.is_started() {
             return;
         }
         // SAFETY: the command lies in the capsule buffer `init` checked, which the queue
@@ -409,7 +459,7 @@ impl Request {
     /// integrity interval; `None` without a block device namespace or integrity profile,
     /// or unless the request is started (once it ended, the core has put the namespace).
     pub(crate) fn ns_integrity(&self) -> Option<(u8, u8)> {
-        if !self.owned {
+        if !self.is_started() {
             return None;
         }
         // SAFETY: a started request holds a reference on its namespace (if any), and the
@@ -435,66 +485,54 @@ unsafe impl Send for Request {}
 /// may give the request back (`queue_response`) before they return. Implemented by
 /// [`impl_has_request!`].
 ///
-/// # Safety
-///
-/// `REQUEST_OFFSET` is the offset in `Self` of the [`Request`] that the core maps back to
-/// the transport's object ([`HasRequest::OFFSET`] points at it), and [`RequestState::request`],
-/// if an implementation overrides it, returns that field.
-pub(crate) unsafe trait RequestState {
-    /// The offset of the request in the state.
-    const REQUEST_OFFSET: usize;
-
+/// (A safe trait: the layer starts only the request [`Request::placed`] finds where the
+/// object's [`HasRequest::OFFSET`] says, and hands over only a request started where it
+/// is: a state that gives another request has it refused.)
+pub(crate) trait RequestState {
     /// The slot's request.
-    fn request(&mut self) -> &mut Request
-    where
-        Self: Sized,
-    {
-        // SAFETY: `REQUEST_OFFSET` is the offset of a `Request` field in `Self` (the
-        // trait's safety section), borrowed mutably with `self`.
-        unsafe {
-            &mut *ptr::from_mut(self)
-                .byte_add(Self::REQUEST_OFFSET)
-                .cast::<Request>()
-        }
-    }
+    fn request(&mut self) -> &mut Request;
 }
 
 /// The owner of the slot of a request of transport `T`.
-type SlotOwner<'a, T> = Owner<'a, <<T as Transport>::Request as HasRequest>::State>;
+type SlotOwner<'a, T> = Owner<'a, <<T as Transport>::Request as HasSlot>::State>;
 
 /// What [`Request::init`] gives back: the slot's owner once the core accepted the command
 /// (`None` if it completed it at once), or the owner when nothing ran.
 pub(crate) type Started<'a, T> = Result<Option<SlotOwner<'a, T>>, SlotOwner<'a, T>>;
 
-/// A transport object that embeds a [`Request`] in the state of its [`Slot`];
+/// A transport object that embeds a [`Request`] in the state of its [`Slot`] ([`HasSlot`]);
 /// implemented with [`impl_has_request!`].
+///
+/// (A safe trait: [`Request::init`] starts only a request at `OFFSET` from its object,
+/// inside the state of the slot at `SLOT_OFFSET` ([`Request::placed`]), which is where the
+/// core's answer finds the object and its slot again.)
+pub(crate) trait HasRequest: HasSlot<State: RequestState> {
+    /// Where the request is, from the start of the object: inside the value of its slot.
+    const OFFSET: usize;
+}
+
+/// Whether `R`'s offsets put its request inside the value of its slot.
+const fn request_in_state<R: HasRequest>() -> bool {
+    let Some(state) = R::SLOT_OFFSET.checked_add(Slot::<R::State>::value_offset()) else {
+        return false;
+    };
+    let Some(end) = R::OFFSET.checked_add(size_of::<Request>()) else {
+        return false;
+    };
+    R::OFFSET >= state && end - state <= size_of::<R::State>()
+}
+
+/// The object whose request is `req`.
 ///
 /// # Safety
 ///
-/// `OFFSET` is the offset of a [`Request`] in `Self` (whose `nvmet_req` is its first
-/// field), inside the value of the slot [`HasRequest::slot`] returns.
-pub(crate) unsafe trait HasRequest {
-    /// The offset of the request field.
-    const OFFSET: usize;
-    /// The state of the slot the request lives in.
-    type State: RequestState;
-
-    /// The slot the request lives in.
-    fn slot(&self) -> &Slot<Self::State>;
-
-    /// The object whose request is `req`.
-    ///
-    /// # Safety
-    ///
-    /// `req` is the request field of a live `Self`, which stays alive for `'a`.
-    unsafe fn from_req<'a>(req: *mut bindings::nvmet_req) -> &'a Self
-    where
-        Self: Sized,
-    {
-        // SAFETY: `req` is at `OFFSET` from the start of a live `Self` (trait and function
-        // safety sections): `Request` is `repr(C)` with the `Opaque` (transparent) first.
-        unsafe { &*req.byte_sub(Self::OFFSET).cast::<Self>() }
-    }
+/// `req` is the request of a [`Request`] started by [`Request::init`] in an `R` (at
+/// `R::OFFSET` from it: [`Request::placed`]), which stays alive for `'a`.
+pub(super) unsafe fn object_of<'a, R: HasRequest>(req: *mut bindings::nvmet_req) -> &'a R {
+    // SAFETY: `req` is at `OFFSET` from the start of a live `R` (the function's safety
+    // section): `Request` is `repr(C)` with the `Opaque` (transparent) first. (Wrapping:
+    // only the address is computed, which is the object's.)
+    unsafe { &*req.wrapping_byte_sub(R::OFFSET).cast::<R>() }
 }
 
 /// Declares that a transport object embeds its [`Request`] in the named field of the state
@@ -507,38 +545,18 @@ macro_rules! impl_has_request {
     ($container:ty, $slot:ident: $inner:ty, $field:ident) => {
         $crate::rdma::cqe::impl_has_slot!($container, $slot: $inner);
 
-        // SAFETY: `REQUEST_OFFSET` is the offset of `$field` in `$inner`, the request
-        // `HasRequest::OFFSET` below points at, which it checks is a `Request`.
-        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
-        #[allow(unsafe_code)]
-        unsafe impl $crate::nvmet::request::RequestState for $inner {
-            const REQUEST_OFFSET: usize = {
-                let _: fn(*const $inner) -> *const $crate::nvmet::request::Request =
-                    // SAFETY: only the field's address is taken, nothing is read.
-                    |inner| unsafe { &raw const (*inner).$field };
-                ::core::mem::offset_of!($inner, $field)
-            };
+        impl $crate::nvmet::request::RequestState for $inner {
+            fn request(&mut self) -> &mut $crate::nvmet::request::Request {
+                &mut self.$field
+            }
         }
 
-        // SAFETY: `OFFSET` is the offset of `$field` of the `$inner` in the `Slot` `$slot`,
-        // which the functions below check, and `slot` returns that slot.
-        // (The layer's own `unsafe`, expanded in the module that embeds the field.)
-        #[allow(unsafe_code)]
-        unsafe impl $crate::nvmet::HasRequest for $container {
-            type State = $inner;
-
-            fn slot(&self) -> &$crate::rdma::slot::Slot<$inner> {
-                &self.$slot
-            }
-
+        impl $crate::nvmet::HasRequest for $container {
             const OFFSET: usize = {
-                let _: fn(*const $container) -> *const $crate::rdma::slot::Slot<$inner> =
-                    // SAFETY: only the field's address is taken, nothing is read.
-                    |container| unsafe { &raw const (*container).$slot };
-                let _: fn(*const $inner) -> *const $crate::nvmet::request::Request =
-                    // SAFETY: as above.
-                    |inner| unsafe { &raw const (*inner).$field };
-                ::core::mem::offset_of!($container, $slot)
+                // (raw pointers: a reference would also accept a field that derefs to one)
+                let _: fn(&$inner) -> *const $crate::nvmet::request::Request =
+                    |inner| &raw const inner.$field;
+                <$container as $crate::rdma::cqe::HasSlot>::SLOT_OFFSET
                     + $crate::rdma::slot::Slot::<$inner>::value_offset()
                     + ::core::mem::offset_of!($inner, $field)
             };

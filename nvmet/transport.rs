@@ -5,7 +5,10 @@
 //! pointers into the transport's own types.
 
 use super::{bindings, port, Ctrl, CtrlId, HasRequest, HasSqCq, PortConfig};
-use crate::rdma::slot::{Owner, CORE_TAG};
+use crate::rdma::{
+    cqe::{placed_slot, HasSlot},
+    slot::{Owner, CORE_TAG},
+};
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     error::VTABLE_DEFAULT_ERROR,
@@ -67,7 +70,7 @@ pub(crate) trait Transport: Sized + 'static {
     fn queue_response(
         queue: ArcBorrow<'_, Self::Queue>,
         request: &Self::Request,
-        owner: Owner<'_, <Self::Request as HasRequest>::State>,
+        owner: Owner<'_, <Self::Request as HasSlot>::State>,
     );
 
     /// The core deletes a controller: end its queues.
@@ -266,13 +269,13 @@ impl<T: Transport> Ops<T> {
     ///
     /// Called by the nvmet core for a request the transport passed to `nvmet_req_init`.
     unsafe extern "C" fn queue_response(req: *mut bindings::nvmet_req) {
-        // SAFETY: a request started by `Request::init::<T>`: embedded in a `T::Request`
-        // that lives in its queue, which the queue's sq keeps until its destroy waited for
-        // every sq reference; one is held through this call (the request's, which
-        // `nvmet_req_complete` puts after `queue_response` returned, or, for a command
-        // `nvmet_req_init` refused, the starter's).
+        // SAFETY: a request started by `Request::init::<T>`: at `OFFSET` from a
+        // `T::Request` that lives in its queue, which the queue's sq keeps until its
+        // destroy waited for every sq reference; one is held through this call (the
+        // request's, which `nvmet_req_complete` puts after `queue_response` returned, or,
+        // for a command `nvmet_req_init` refused, the starter's).
         let (request, queue) = unsafe {
-            let request = T::Request::from_req(req);
+            let request = super::request::object_of::<T::Request>(req);
             let queue = super::request::Request::queue_of::<T>(req, true);
             (request, queue)
         };
@@ -280,10 +283,18 @@ impl<T: Transport> Ops<T> {
             pr_err!("a completed request names no queue; its response is not sent\n");
             return;
         };
+        // (Logged if the object's slot is not where its type says: `init` started no
+        // request in such an object.)
+        let Some(slot) = placed_slot(request) else {
+            return;
+        };
         // SAFETY: this is the core's answer for the request, whose slot `Request::init`,
         // `execute` and `complete` handed off to the core's tag: the core holds nothing of
-        // the state any more.
-        let Some(owner) = (unsafe { request.slot().resume(CORE_TAG) }) else {
+        // the state any more. That slot is this one: `init` started the request only in
+        // the state of the slot at `SLOT_OFFSET` from the object (`Request::placed`),
+        // which only that slot's owner reaches to hand it over, and `placed_slot` finds
+        // this one there (borrowed from the object, it is the same slot).
+        let Some(owner) = (unsafe { slot.resume(CORE_TAG) }) else {
             pr_err!("the nvmet core completed a request whose slot it does not hold; ignored\n");
             return;
         };

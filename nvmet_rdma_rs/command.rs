@@ -28,9 +28,7 @@
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 
-// Safe Rust only. `deny`, not `forbid`: `impl_has_slot_cqe!` and `impl_has_request!` expand the
-// layers' `unsafe impl`s, which `forbid` would refuse even inside the macros.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use crate::nvmet::{
     request::{impl_has_request, DataSgls, Request},

@@ -27,7 +27,7 @@ impl Request {
         len: usize,
     ) -> Result {
         let started_on = self.queue.load(Relaxed);
-        if !self.in_place()
+        if !self.is_started()
             || !queue.sq_cq().keeps(started_on, &*queue)
             || !self.fields().sg.is_null()
         {
@@ -52,7 +52,7 @@ impl Request {
     /// data list pointing at the memory it freed when the second allocation fails, and a
     /// later `nvmet_req_free_sgls` would free it again (as the C transport's release does).
     pub(crate) fn alloc_sgls(&mut self) -> Result<DataSgls> {
-        if !self.in_place() {
+        if !self.is_started() {
             return Err(EINVAL);
         }
         let req = self.raw();
