@@ -6,8 +6,13 @@
 //! configfs steps that enable the C `nvmet_rdma` enable this module instead. See
 //! `Documentation/nvmet-rdma-rs.md`.
 
-// Safe Rust only. `deny`, not `forbid`: the binding layers compiled into this crate allow
-// `unsafe` for themselves, and so does the glue `module!` generates.
+// Safe Rust only, but `deny`, not `forbid`, which would refuse (E0453) the `allow`s of what
+// needs `unsafe` here: the binding layers, modules of this crate (`rdma`, `nvmet`,
+// `rdma_kunit`: `#![allow(unsafe_code)]`), and the module parameters declared below with
+// the RDMA layer's macros (their `__param` and `.modinfo` entries are `#[link_section]`
+// statics, the checked setter an `unsafe extern "C" fn`). Every other file forbids it.
+// (`module!` and the kernel crate's macros expand `unsafe` too, which the lint does not
+// see: they are another crate's.)
 #![deny(unsafe_code)]
 
 #[path = "../rdma/mod.rs"]
@@ -57,6 +62,16 @@ module! {
     license: "GPL",
     alias: ["nvmet-transport-1"],
 }
+
+// The shared receive queues' parameters (`srq`, which reads them): here, where `unsafe` is
+// allowed for their registration.
+rdma::param::bool_param!(use_srq, false, "Use shared receive queue.");
+rdma::param::int_param_at_least!(
+    srq_size,
+    1024,
+    256,
+    "set Shared Receive Queue (SRQ) size, should >= 256 (default: 1024)"
+);
 
 // The C headers agree with the NVMe-oF specification and with `wire`...
 const _: () = assert!(nvmet::transport::trtype::RDMA == 1);

@@ -12,21 +12,15 @@
 //! made it, ports with different in-capsule sizes get SRQs of their own, so no host is
 //! told it may send more than a shared slot holds.)
 
-// Safe Rust only. `deny`, not `forbid`: the layer's module-parameter macros allow their
-// own `unsafe` where they expand.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use crate::rdma::{Device, Pd};
 use crate::recv::{post_shared, SharedSlots, SlotSet};
 use kernel::{prelude::*, sync::Arc};
 
-crate::rdma::param::bool_param!(use_srq, false, "Use shared receive queue.");
-crate::rdma::param::int_param_at_least!(
-    srq_size,
-    1024,
-    256,
-    "set Shared Receive Queue (SRQ) size, should >= 256 (default: 1024)"
-);
+// (Declared in the crate root, with the other uses of `unsafe` the parameters' macros
+// expand.)
+pub(crate) use crate::{srq_size, use_srq};
 
 /// The SRQs of one device for one in-capsule size.
 pub(crate) struct SrqSet {

@@ -5,8 +5,12 @@
 //! Connects to `server`:`port` at load (or on `echo connect > ctl`). `echo text > send`
 //! runs the round trip of `Documentation/rdma-demo.md`; `reply` shows what came back.
 
-// Safe Rust only. `deny`, not `forbid`: the binding layers compiled into this crate allow
-// `unsafe` for themselves, and so does the glue `module!` generates.
+// Safe Rust only, but `deny`, not `forbid`, which would refuse (E0453) the `allow`s of what
+// needs `unsafe` here: the binding layer, a module of this crate (`rdma`:
+// `#![allow(unsafe_code)]`), and the module parameters declared below with its macros (their
+// `__param` and `.modinfo` entries are `#[link_section]` statics). Every other file forbids
+// it. (`module!` and the kernel crate's macros expand `unsafe` too, which the lint does not
+// see: they are another crate's.)
 #![deny(unsafe_code)]
 
 #[path = "../rdma/mod.rs"]

@@ -8,8 +8,12 @@
 //! buffer, RDMA WRITEs what it read into the client's sink buffer, and SENDs DONE. The
 //! wire format is in `protocol.rs`; `Documentation/rdma-demo.md` has the whole story.
 
-// Safe Rust only. `deny`, not `forbid`: the binding layers compiled into this crate allow
-// `unsafe` for themselves, and so does the glue `module!` generates.
+// Safe Rust only, but `deny`, not `forbid`, which would refuse (E0453) the `allow`s of what
+// needs `unsafe` here: the binding layer, a module of this crate (`rdma`:
+// `#![allow(unsafe_code)]`), and the module parameter declared below with its macros (their
+// `__param` and `.modinfo` entries are `#[link_section]` statics). Every other file forbids
+// it. (`module!` and the kernel crate's macros expand `unsafe` too, which the lint does not
+// see: they are another crate's.)
 #![deny(unsafe_code)]
 
 #[path = "../rdma/mod.rs"]
