@@ -5,8 +5,8 @@
 //! This layer is shared by source: every module of the project includes it with
 //! `#[path = "../rdma/mod.rs"] mod rdma;` and links its C helpers (see `rdma/rdma.mk`).
 //! Module code uses its types and no `bindings::`: the demo pair and `nvmet_rdma_rs` hold
-//! no `unsafe` of their own (their files `forbid` it, or `deny` it where a layer's macro
-//! expands an `unsafe impl`).
+//! no `unsafe` of their own (their files `forbid` it; the crate roots `deny` it, since the
+//! layers are their modules and the module parameters' macros expand `unsafe` there).
 //! Each crate root defines `MODULE_NAME`, the C string the RDMA core records as the
 //! owner of the objects the layer creates (`rdma res show`).
 //!
