@@ -17,9 +17,10 @@
 //!    line until a completion frees some); for a write, RDMA READ the data first;
 //! 3. `req->execute`; the nvmet core calls [`queue_response`] when the backend is done;
 //! 4. for a read, the RDMA WRITEs are chained before the response SEND (with invalidate if
-//!    the host asked), the receive is posted again (a command that ends without a
-//!    response gives an SRQ's slot back at once), the SEND goes out; with T10-PI the
-//!    WRITEs go alone, and the SEND follows once their completion showed the PI intact;
+//!    the host asked), the receive is posted again with the token its completion gave,
+//!    which the command held while the core read its capsule and data (a command that ends
+//!    without a response gives an SRQ's slot back at once), the SEND goes out; with T10-PI
+//!    the WRITEs go alone, and the SEND follows once their completion showed the PI intact;
 //! 5. the SEND completes → the slot's resources are released and the slot is free again.
 //!
 //! A queue's CQ callbacks run on the RDMA core's workqueue, one at a time except while an
@@ -36,11 +37,11 @@ use crate::nvmet::{
     HasSqCq, OpsRef, SqCq, Transport,
 };
 use crate::rdma::{
-    cqe::{impl_has_slot_cqe, QpSlotHandler, SlotCqe},
+    cqe::{impl_has_slot_cqe, QpRecvHandler, QpSlotHandler, Received, SlotCqe},
     qp_handle::{QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
     slot::{Owner, Slot, Tag},
-    CmHandler, CmId, DmaBuf, QpCqeHandler,
+    CmHandler, CmId, DmaBuf,
 };
 use crate::recv::{CmdSlot, RecvSlots, SharedSlots};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
@@ -101,8 +102,12 @@ pub(crate) struct RspState {
     in_use: bool,
     /// The receive slot the command arrived in.
     cmd: u32,
-    /// The receive slot is not posted again yet.
-    recv_owed: bool,
+    /// The receive slot's buffers (its capsule, which the request's command points into,
+    /// and its in-capsule data, which its data list may point at), while the command holds
+    /// them: the token its receive's completion gave, which posts it again
+    /// (`queue_response`, or a give-back of an SRQ's slot when the command ends without a
+    /// response).
+    recv: Option<Received>,
     /// Host-to-controller command.
     write: bool,
     /// The data came in the capsule.
@@ -210,7 +215,7 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
         state: Slot::new(RspState {
             in_use: false,
             cmd: 0,
-            recv_owed: false,
+            recv: None,
             write: false,
             in_capsule: false,
             data_taken: false,
@@ -276,7 +281,8 @@ impl Io {
 
     /// Makes the work requests of the queue's slots, once the queue holds this `Io` where
     /// `find` finds it: the response SENDs and the `rdma_rw` contexts on the QP of `id`,
-    /// the receives of its own receive slots; and points the requests at their responses.
+    /// the receives of its own receive slots (posted); and points the requests at their
+    /// responses.
     /// (The completion entries live in the queue, the handler of `id`, so the QP's
     /// completions always find them.)
     pub(crate) fn prepare<Q>(
@@ -289,7 +295,7 @@ impl Io {
         RspSlot: QpSlotHandler<SEND, Connection = Q>
             + QpSlotHandler<READ, Connection = Q>
             + QpSlotHandler<WRITE, Connection = Q>,
-        CmdSlot: QpCqeHandler<Connection = Q>,
+        CmdSlot: QpRecvHandler<Connection = Q>,
     {
         for (index, rsp) in self.rsps.iter().enumerate() {
             let offset = index * RESPONSE_SIZE;
@@ -313,7 +319,7 @@ impl Io {
             state.req.set_response(&self.responses, offset, true)?;
         }
         self.recv
-            .prepare_on_qp(id, |queue| find(queue).map(|io| &io.recv))?;
+            .prepare_on_qp(id, &self.qp, |queue| find(queue).map(|io| &io.recv))?;
         Ok(())
     }
 
@@ -323,24 +329,20 @@ impl Io {
     }
 
     /// Gives a shared receive slot whose command ends without a response back to its SRQ,
-    /// so that the SRQ never runs dry (a queue's own slots stay unposted: it is ending, or
-    /// the command's response will post it).
-    pub(crate) fn give_back_shared(&self, cmd: u32) {
+    /// with `received`, its token, so that the SRQ never runs dry (a queue's own slots stay
+    /// unposted: the queue is ending).
+    pub(crate) fn give_back_shared(&self, cmd: u32, received: Received) {
         if self.uses_srq() {
-            let _ = self.post_recv(cmd);
+            let _ = self.recv.post(&self.qp, cmd, true, received);
         }
     }
 
-    /// Posts receive slot `cmd` (again): on the queue's QP or on its SRQ.
-    pub(crate) fn post_recv(&self, cmd: u32) -> Result {
-        self.recv.post(&self.qp, cmd, true)
-    }
-
-    /// Posts the receive slot of the command `state` holds again, once the command is
-    /// done with it: its in-capsule data buffer is synced for the device only if the CPU
-    /// took it (as the capsule always is).
-    fn repost_recv(&self, state: &RspState) -> Result {
-        self.recv.post(&self.qp, state.cmd, state.data_taken)
+    /// Posts the receive slot of the command `state` held again, with `received`, its
+    /// token, once the command is done with it: its in-capsule data buffer is synced for
+    /// the device only if the CPU took it (as the capsule always is).
+    fn repost_recv(&self, state: &RspState, received: Received) -> Result {
+        self.recv
+            .post(&self.qp, state.cmd, state.data_taken, received)
     }
 
     /// Whether responses go out as inline sends.
@@ -362,17 +364,18 @@ impl Io {
         self.recv.is_shared()
     }
 
-    /// Gives a command's receive slot back to the SRQ if it still owes it (the command
+    /// Gives a command's receive slot back to the SRQ if the command still holds it (it
     /// ends without a response). A queue's own slots need nothing: the queue is going.
     fn return_recv(&self, state: &mut RspState) {
-        if state.recv_owed && self.recv.is_shared() {
-            let _ = self.repost_recv(state);
+        if let Some(received) = state.recv.take() {
+            if self.recv.is_shared() {
+                let _ = self.repost_recv(state, received);
+            }
         }
-        state.recv_owed = false;
     }
 
-    /// A command arrived in receive slot `cmd_index` (`received` bytes): runs it on
-    /// response slot `rsp_index`, while `sq` is entered.
+    /// A command arrived in receive slot `cmd_index` (`received` bytes, whose buffers
+    /// `token` holds): runs it on response slot `rsp_index`, while `sq` is entered.
     fn start(
         &self,
         queue: ArcBorrow<'_, impl Connection>,
@@ -380,14 +383,15 @@ impl Io {
         cmd_index: u32,
         rsp_index: u32,
         received: u32,
+        token: Received,
     ) {
         let rsp = &self.rsps[rsp_index as usize];
         let offset = cmd_index as usize * COMMAND_SIZE;
         // (The receive completed and is not posted again before the command is done with
-        // it: the device does not write the capsule while it is read.)
+        // it: `token` posts it, which the command holds until then.)
         let Ok(command) = self.recv.capsules().read_64(offset) else {
             pr_err!("receive slot {cmd_index} lies outside its buffer; ending the queue\n");
-            self.give_back_shared(cmd_index);
+            self.give_back_shared(cmd_index, token);
             queue.lists().free_slot(queue, rsp.index);
             queue.close(c"receive slot outside its buffer");
             return;
@@ -397,14 +401,14 @@ impl Io {
             pr_err!(
                 "response slot {rsp_index} is taken off the free list in use; ending the queue\n"
             );
-            self.give_back_shared(cmd_index);
+            self.give_back_shared(cmd_index, token);
             queue.close(c"response slot in use");
             return;
         };
         // (The last command released its data and context: `free_data`.)
         owner.in_use = true;
         owner.cmd = cmd_index;
-        owner.recv_owed = true;
+        owner.recv = Some(token);
         owner.write = wire::is_write(&command);
         owner.in_capsule = false;
         owner.data_taken = false;
@@ -552,32 +556,38 @@ impl Io {
     }
 }
 
-/// Starts the command that arrived in receive slot `cmd` (`len` bytes) on `queue`, or
-/// gives the slot back if the queue is going.
-pub(crate) fn handle_command(queue: ArcBorrow<'_, impl Connection>, io: &Io, cmd: u32, len: u32) {
-    let give_back = || io.give_back_shared(cmd);
+/// Starts the command that arrived in receive slot `cmd` (`len` bytes, whose buffers
+/// `received` holds) on `queue`, or gives the slot back if the queue is going.
+pub(crate) fn handle_command(
+    queue: ArcBorrow<'_, impl Connection>,
+    io: &Io,
+    cmd: u32,
+    len: u32,
+    received: Received,
+) {
+    let give_back = |received| io.give_back_shared(cmd, received);
     // (checked again for a parked command, whose queue may have closed since)
     if queue.is_disconnecting() {
-        give_back();
+        give_back(received);
         return;
     }
     // The state may change right after its check: hold the sq until the command was
     // handed over, or the release's `nvmet_sq_destroy` may clear `sq->ctrl` and put the
     // controller while `nvmet_req_init` parses the command with them.
     let Some(entered) = SqCq::enter(&queue) else {
-        give_back();
+        give_back(received);
         return;
     };
-    let rsp = match queue.lists().take_free(queue, io.response_slots()) {
-        Some(rsp) => rsp,
-        None => match queue.lists().park_for_slot(queue, cmd, len) {
+    let (rsp, received) = match queue.lists().take_free(queue, io.response_slots()) {
+        Some(rsp) => (rsp, received),
+        None => match queue.lists().park_for_slot(queue, cmd, len, received) {
             Parked::Yes => return,
-            Parked::SlotFreed(rsp) => rsp,
-            Parked::Full => {
-                give_back();
+            Parked::SlotFreed(rsp, received) => (rsp, received),
+            Parked::Full(received) => {
+                give_back(received);
                 return;
             }
         },
     };
-    io.start(queue, &entered, cmd, rsp, len);
+    io.start(queue, &entered, cmd, rsp, len, received);
 }

@@ -11,15 +11,18 @@
 
 use crate::command::{self, RspOwner, RspSlot, READ, SEND, WRITE};
 use crate::queue::Queue;
-use crate::rdma::{cqe::QpSlotHandler, QpCqeHandler, WorkCompletion};
+use crate::rdma::{
+    cqe::{QpRecvHandler, QpSlotHandler, Received},
+    WorkCompletion,
+};
 use crate::recv::CmdSlot;
 use kernel::sync::ArcBorrow;
 
-impl QpCqeHandler for CmdSlot {
+impl QpRecvHandler for CmdSlot {
     type Connection = Queue;
 
-    fn done(&self, queue: ArcBorrow<'_, Queue>, wc: &WorkCompletion) {
-        command::recv_done(queue, self.index, wc);
+    fn done(&self, queue: ArcBorrow<'_, Queue>, received: Option<Received>, wc: &WorkCompletion) {
+        command::recv_done(queue, self.index, received, wc);
     }
 }
 

@@ -195,12 +195,8 @@ impl Queue {
         // Before the first command can arrive: the sq keeps the queue for its requests,
         // until the release destroys it (`tear_down`).
         this.nvmet.keep(this.as_arc_borrow())?;
+        // (and posts the receives of the queue's own slots)
         io.prepare(id, |queue: &Queue| queue.io.as_ref())?;
-        if !io.uses_srq() {
-            for cmd in 0..data.recv_queue_size {
-                io.post_recv(cmd)?;
-            }
-        }
         id.accept_as_target(held, &data.accept_data(), this.initiator_depth)
     }
 

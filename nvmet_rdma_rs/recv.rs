@@ -6,14 +6,16 @@
 //! with `use_srq`, it shares the slots of a shared receive queue with the other queues of
 //! its device and completion vector (see `srq`), which the SRQ owns. Either way the slots
 //! are allocated once, never move (the C side points into them), and a completion runs
-//! its slot's [`QpCqeHandler`] with the queue of the QP it arrived on.
+//! its slot's [`QpRecvHandler`] with the queue of the QP it arrived on and the receive's
+//! token ([`Received`]): the slot's buffers, which only that token posts again (with
+//! [`RecvSlots::post`], once the command is done with them).
 
 #![forbid(unsafe_code)]
 
 use crate::rdma::{
-    cqe::impl_has_cqe,
+    cqe::{impl_has_recv_cqe, QpRecvHandler, Received, RecvCqe},
     qp_handle::{QpHandle, Range, RecvWr},
-    CmHandler, CmId, Cqe, Device, DmaBuf, Pd, PublishOnce, QpCqeHandler, Srq,
+    CmHandler, CmId, Device, DmaBuf, Pd, PublishOnce, Srq,
 };
 use crate::wire::COMMAND_SIZE;
 use kernel::{prelude::*, sync::Arc};
@@ -21,7 +23,7 @@ use kernel::{prelude::*, sync::Arc};
 /// One receive slot.
 #[repr(C)]
 pub(crate) struct CmdSlot {
-    cqe: Cqe<CmdSlot>,
+    cqe: RecvCqe<CmdSlot>,
     /// The receive into the slot's capsule (and in-capsule data), made once the slot is
     /// in place ([`RecvSlots::prepare_on_qp`], [`SlotSet::shared`]).
     wr: PublishOnce<RecvWr>,
@@ -29,7 +31,7 @@ pub(crate) struct CmdSlot {
     pub(crate) index: u32,
 }
 
-impl_has_cqe!(CmdSlot, cqe);
+impl_has_recv_cqe!(CmdSlot, cqe);
 
 /// A set of receive slots, their capsule buffers and in-capsule data buffers.
 ///
@@ -65,7 +67,7 @@ impl SlotSet {
         for index in 0..count {
             cmds.push(
                 CmdSlot {
-                    cqe: Cqe::on_qp(),
+                    cqe: RecvCqe::new(),
                     wr: PublishOnce::new(),
                     index,
                 },
@@ -81,7 +83,7 @@ impl SlotSet {
     }
 
     /// An SRQ on `pd` (of `device`) of `count` slots with `inline_size` bytes of
-    /// in-capsule data each, its receives made (not posted).
+    /// in-capsule data each, its receives made and posted.
     pub(crate) fn shared(
         device: &Device,
         pd: &Arc<Pd>,
@@ -93,10 +95,11 @@ impl SlotSet {
         let set = srq.contents();
         for cmd in set.cmds.iter() {
             let index = cmd.index as usize;
-            let wr = srq.recv_wr(|set| set.bound(index))?;
+            let (wr, received) = srq.recv_wr(|set| set.bound(index))?;
             if !cmd.wr.populate(wr) {
                 return Err(EBUSY);
             }
+            post_shared(&srq, cmd.index, true, received)?;
         }
         Ok(srq)
     }
@@ -118,11 +121,6 @@ impl SlotSet {
         Some((slot, capsule, data))
     }
 
-    /// Slots in the set.
-    pub(crate) fn count(&self) -> u32 {
-        self.cmds.len() as u32
-    }
-
     /// Slot `index`'s receive, handed to the device: its capsule synced for it, and its
     /// in-capsule data buffer if `data_taken` (the CPU took it).
     fn to_device(&self, index: u32, data_taken: bool) -> Result<&RecvWr> {
@@ -136,10 +134,11 @@ impl SlotSet {
     }
 }
 
-/// Posts slot `index` of an SRQ's set (again) on the SRQ; `data_taken`: the CPU took its
-/// in-capsule data buffer.
-pub(crate) fn post_shared(srq: &SharedSlots, index: u32, data_taken: bool) -> Result {
-    srq.post(srq.contents().to_device(index, data_taken)?)
+/// Posts slot `index` of an SRQ's set (again) on the SRQ, with `received`, its token;
+/// `data_taken`: the CPU took its in-capsule data buffer.
+fn post_shared(srq: &SharedSlots, index: u32, data_taken: bool, received: Received) -> Result {
+    srq.post(srq.contents().to_device(index, data_taken)?, received)
+        .map_err(|(e, _)| e)
 }
 
 /// Where a queue's commands arrive: slots of its own, or an SRQ's.
@@ -164,30 +163,32 @@ impl RecvSlots {
         }
     }
 
-    /// Makes the receives of a queue's own slots, on the QP of `id`, whose handler holds
-    /// these slots where `find` finds them (so that they live as long as the QP's
-    /// completions can reach them). Nothing to do for an SRQ's.
+    /// Makes and posts the receives of a queue's own slots, on `qp`, the QP of `id`, whose
+    /// handler holds these slots where `find` finds them (so that they live as long as the
+    /// QP's completions can reach them). Nothing to do for an SRQ's.
     pub(crate) fn prepare_on_qp<Q>(
         &self,
         id: &CmId<Q>,
+        qp: &QpHandle,
         find: impl for<'a> Fn(&'a Q) -> Option<&'a RecvSlots>,
     ) -> Result
     where
         Q: CmHandler,
-        CmdSlot: QpCqeHandler<Connection = Q>,
+        CmdSlot: QpRecvHandler<Connection = Q>,
     {
         let Self::Own(set) = self else {
             return Ok(());
         };
         for cmd in set.cmds.iter() {
             let index = cmd.index as usize;
-            let wr = id.recv_wr(|queue| match find(queue)? {
+            let (wr, received) = id.recv_wr(|queue| match find(queue)? {
                 Self::Own(set) => set.bound(index),
                 Self::Shared(_) => None,
             })?;
             if !cmd.wr.populate(wr) {
                 return Err(EBUSY);
             }
+            self.post(qp, cmd.index, true, received)?;
         }
         Ok(())
     }
@@ -207,12 +208,21 @@ impl RecvSlots {
         self.set().inline.get(index as usize)
     }
 
-    /// Posts slot `index` (again): on the SRQ, or on `qp`, the owning queue's QP;
+    /// Posts slot `index` (again), with `received`, its token (the command that arrived
+    /// in it is done with its buffers): on the SRQ, or on `qp`, the owning queue's QP;
     /// `data_taken`: the CPU took its in-capsule data buffer since it was last posted.
-    pub(crate) fn post(&self, qp: &QpHandle, index: u32, data_taken: bool) -> Result {
+    pub(crate) fn post(
+        &self,
+        qp: &QpHandle,
+        index: u32,
+        data_taken: bool,
+        received: Received,
+    ) -> Result {
         match self {
-            Self::Own(set) => qp.post_recv(set.to_device(index, data_taken)?),
-            Self::Shared(srq) => post_shared(srq, index, data_taken),
+            Self::Own(set) => qp
+                .post_recv(set.to_device(index, data_taken)?, received)
+                .map_err(|(e, _)| e),
+            Self::Shared(srq) => post_shared(srq, index, data_taken, received),
         }
     }
 }

@@ -15,7 +15,7 @@
 #![forbid(unsafe_code)]
 
 use crate::rdma::{Device, Pd};
-use crate::recv::{post_shared, SharedSlots, SlotSet};
+use crate::recv::{SharedSlots, SlotSet};
 use kernel::{prelude::*, sync::Arc};
 
 // (Declared in the crate root, with the other uses of `unsafe` the parameters' macros
@@ -32,8 +32,8 @@ pub(crate) struct SrqSet {
 }
 
 impl SrqSet {
-    /// Makes the SRQs of `device` for `inline_size` bytes of in-capsule data and posts
-    /// all their receives.
+    /// Makes the SRQs of `device` for `inline_size` bytes of in-capsule data, all their
+    /// receives posted.
     pub(crate) fn new(device: &Device, inline_size: u32) -> Result<Self> {
         let mut set = Self {
             device: device.as_raw() as usize,
@@ -51,9 +51,6 @@ impl SrqSet {
         let pd = Pd::new(device, None)?;
         for _ in 0..count {
             let srq = SlotSet::shared(device, &pd, size, inline_size)?;
-            for index in 0..srq.contents().count() {
-                post_shared(&srq, index, true)?;
-            }
             set.srqs.push(srq, GFP_KERNEL)?;
         }
         // (debug only: made with a device's first queue, it comes and goes with them)

@@ -14,9 +14,11 @@
 //! whose state lives in a [`Slot`] handed to the device by [`super::slot::Owner::post`]
 //! ([`HasSlot`]) embeds [`SlotCqe<Self, ID>`]s instead and implements
 //! [`QpSlotHandler<ID>`]: the trampoline resumes the slot and passes its owner to the
-//! handler, the only way back from the device. The two kinds of entries are types of
-//! their own, so that a receive, or a handler of another connection type, can never be
-//! bound to an entry whose trampoline resumes a slot.
+//! handler, the only way back from the device. A receive's entry is a [`RecvCqe`], whose
+//! trampoline gives the receive's buffers back as a token ([`Received`]) to the object's
+//! [`QpRecvHandler`]: the token posts the receive again (see `recv`). The three kinds of
+//! entries are types of their own, so that a receive, or a handler of another connection
+//! type, can never be bound to an entry whose trampoline resumes a slot.
 
 use super::{
     bindings,
@@ -25,6 +27,12 @@ use super::{
 };
 use core::{marker::PhantomData, ptr};
 use kernel::{prelude::*, sync::ArcBorrow, types::Opaque};
+
+mod recv;
+
+// (Not every module posts receives.)
+#[allow(unused_imports)]
+pub(crate) use recv::{impl_has_recv_cqe, HasRecvCqe, QpRecvHandler, Received, RecvCqe, RecvState};
 
 /// The handler of the completions of the work requests that carry an object's
 /// [`Cqe<Self, ID>`].
@@ -122,7 +130,9 @@ pub(crate) trait HasCqe<const ID: u64 = 0> {
 ///
 /// # Invariants
 ///
-/// `cqe.done` is [`Cqe::run`] or [`Cqe::run_on_qp`] for this `T` and `ID`.
+/// `cqe.done` is [`Cqe::run`] or [`Cqe::run_on_qp`] for this `T` and `ID`, or, for the
+/// entry of a [`RecvCqe<T, ID>`] (made by [`RecvCqe::new`] only), that receive entry's
+/// trampoline.
 #[repr(transparent)]
 pub(crate) struct Cqe<T, const ID: u64 = 0> {
     cqe: Opaque<bindings::ib_cqe>,

@@ -13,12 +13,13 @@
 
 use super::{
     bindings,
+    cqe::{HasRecvCqe, HasSlotCqe, Received, RecvCqe, RecvState, SlotCqe},
     slot::{Prepared, Resumes},
     DmaBuf,
 };
 use core::{
     mem::MaybeUninit,
-    ptr,
+    ptr::{self, NonNull},
     sync::atomic::{AtomicU32, Ordering::SeqCst},
 };
 use kernel::{
@@ -237,16 +238,44 @@ impl QpHandle {
         &self.gate
     }
 
-    /// Posts the receive `wr`, which must have been made for this QP (`EINVAL`
-    /// otherwise); `ENOTCONN` once the QP's drain began.
-    pub(crate) fn post_recv(&self, wr: &RecvWr) -> Result {
+    /// Posts the receive `wr`, lending its buffers to the device: `received` gives them
+    /// back, the token of the receive's last completion (or of its making, for its first
+    /// post), and only the completion of this post gives them back again. `EINVAL` if `wr`
+    /// was not made for this QP or `received` is not its token; `ENOTCONN` once the QP's
+    /// drain began. On failure, the error, and the token if nothing was posted.
+    pub(crate) fn post_recv(
+        &self,
+        wr: &RecvWr,
+        received: Received,
+    ) -> Result<(), (Error, Option<Received>)> {
         match &wr.target {
             PostTarget::Qp(qp) if qp.same_qp(self) => (),
-            _ => return Err(EINVAL),
+            _ => return Err((EINVAL, Some(received))),
         }
-        // SAFETY: the request is valid and made for this QP; its completion entry and
-        // buffers outlive it (`RecvWr`'s invariant).
-        unsafe { self.gate.post_recv(wr.as_ptr()) }.map_err(|(e, _)| e)
+        // (the token while it is the caller's: back on any failure that posted nothing)
+        let mut token = Some(received);
+        let posted = self.gate.with_qp(OPEN, |qp| {
+            let received = token.take().ok_or(EINVAL)?;
+            // SAFETY: the QP takes requests (its drain did not begin), so the receive's
+            // entry, made for it, lives (`RecvWr`'s invariant).
+            let state = unsafe { wr.state() };
+            let id = state.to_device(received).map_err(|received| {
+                token = Some(received);
+                EINVAL
+            })?;
+            let mut bad: *const bindings::ib_recv_wr = ptr::null();
+            // SAFETY: the QP is live while the gate lets the call through; the request is
+            // valid and made for this QP, its completion entry and buffers outlive it
+            // (`RecvWr`'s invariant); the provider copies it before it returns, and may
+            // point `bad` at it.
+            let ret = unsafe { bindings::rdma_rs_ib_post_recv(qp, wr.as_ptr(), &mut bad) };
+            if ret != 0 && ptr::eq(bad, wr.as_ptr()) {
+                // SAFETY: `id` is what `to_device` gave, and the provider refused the post.
+                token = Some(unsafe { state.refused(id) });
+            }
+            super::to_result(ret)
+        });
+        posted.map_err(|e| (e, token))
     }
 }
 
@@ -274,7 +303,8 @@ unsafe impl Send for SendWr {}
 
 impl SendWr {
     /// A SEND of the one range of `bound`, on the QP it is bound to and completing on its
-    /// entry. `EINVAL` for a request bound to an SRQ, or without exactly one range.
+    /// entry. `EINVAL` for a request bound to an SRQ or to a receive's entry, or without
+    /// exactly one range.
     pub(super) fn new(bound: BoundRequest) -> Result<Self> {
         let BoundRequest {
             on,
@@ -283,10 +313,15 @@ impl SendWr {
             num_sge,
             inline,
             resumes,
+            recv,
         } = bound;
         let PostTarget::Qp(qp) = on else {
             return Err(EINVAL);
         };
+        if recv.is_some() {
+            // (a receive's entry: its completion would give the receive's buffers back)
+            return Err(EINVAL);
+        }
         if num_sge != 1 {
             return Err(EINVAL);
         }
@@ -408,7 +443,8 @@ pub(super) enum PostTarget {
 /// made with
 /// [`super::Cqe::on_qp`] lives where the completions on `on` find it: in the handler of the CM id
 /// that owns the QP, or in an SRQ that only QPs of such ids use. `inline`: the first entry
-/// is a CPU address, for a send posted with `IB_SEND_INLINE`.
+/// is a CPU address, for a send posted with `IB_SEND_INLINE`. `recv` is set exactly when
+/// the entry is a [`super::cqe::RecvCqe`]'s, and is then that entry's receive state.
 pub(crate) struct BoundRequest {
     on: PostTarget,
     cqe: *mut bindings::ib_cqe,
@@ -418,28 +454,69 @@ pub(crate) struct BoundRequest {
     /// What the completion of a request carrying the entry resumes: the slot of the
     /// entry's object, made with [`Resumes::of`] for it (`None`: no slot).
     resumes: Option<Resumes>,
+    /// The receive's state, for a receive's entry.
+    recv: Option<NonNull<RecvState>>,
+}
+
+/// The completion entry a request is bound with: its address, what its completion
+/// resumes, and a receive entry's state.
+///
+/// # Invariants
+///
+/// `cqe` is the entry of an object `S`, at its type's offset from it: a
+/// [`super::cqe::SlotCqe`] with `resumes` set to what it resumes
+/// ([`Resumes::of`]) and no `recv`, or a [`super::cqe::RecvCqe`] with its `recv` state and no
+/// `resumes`.
+pub(super) struct Entry {
+    cqe: *mut bindings::ib_cqe,
+    resumes: Option<Resumes>,
+    recv: Option<NonNull<RecvState>>,
+}
+
+impl Entry {
+    /// The resuming entry of `owner` for handler `ID`, with the slot it resumes: `EINVAL` if
+    /// the entry or the slot is not where `S` says ([`SlotCqe::placed`],
+    /// [`super::cqe::placed_slot`]).
+    pub(super) fn of_slot<S: HasSlotCqe<ID>, const ID: u64>(owner: &S) -> Result<Self> {
+        let entry = SlotCqe::placed(owner)?;
+        // INVARIANT: `owner`'s `SlotCqe` `ID`, at its offset, and what it resumes.
+        Ok(Self {
+            cqe: entry.as_raw(),
+            resumes: Some(Resumes::of::<S, ID>(owner)?),
+            recv: None,
+        })
+    }
+
+    /// The receive entry of `owner` for handler `ID`, with its state: `EINVAL` if it is not
+    /// where `S` says ([`RecvCqe::placed`]).
+    pub(super) fn of_receive<S: HasRecvCqe<ID>, const ID: u64>(owner: &S) -> Result<Self> {
+        let entry = RecvCqe::placed(owner)?;
+        // INVARIANT: `owner`'s `RecvCqe` `ID`, at its offset, with its state.
+        Ok(Self {
+            cqe: entry.as_raw(),
+            resumes: None,
+            recv: Some(NonNull::from(entry.state())),
+        })
+    }
 }
 
 impl BoundRequest {
-    /// Binds the entry at `cqe`, and `ranges` (the first ones given; registered with
-    /// `lkey`, or `inline` by CPU address), to `on`, whose device is `device` (an address,
-    /// only compared); `resumes`: what its completion resumes. `EINVAL` for a range past
-    /// the end of its buffer or mapped for another device, or one given after a missing
-    /// one.
+    /// Binds `entry`, and `ranges` (the first ones given; registered with `lkey`, or
+    /// `inline` by CPU address), to `on`, whose device is `device` (an address, only
+    /// compared). `EINVAL` for a range past the end of its buffer or mapped for another
+    /// device, or one given after a missing one.
     ///
     /// # Safety
     ///
-    /// As the type's invariants say, for the entry's object and the ranges' buffers;
-    /// `resumes` is `Some(Resumes::of::<S, ID>(object))` exactly for an entry that is the
-    /// [`super::cqe::SlotCqe`] `ID` of `object`, and `None` for a [`super::Cqe`].
+    /// As the type's invariants say, for the object `entry` was taken from
+    /// ([`Entry::of_slot`], [`Entry::of_receive`]) and the ranges' buffers.
     pub(super) unsafe fn new(
         on: PostTarget,
-        cqe: *mut bindings::ib_cqe,
+        entry: Entry,
         ranges: &[Option<Range<'_>>; 2],
         device: usize,
         lkey: u32,
         inline: bool,
-        resumes: Option<Resumes>,
     ) -> Result<Self> {
         let mut sges = [bindings::ib_sge::default(); 2];
         let mut num_sge = 0;
@@ -454,15 +531,22 @@ impl BoundRequest {
             return Err(EINVAL);
         }
         // INVARIANT: the caller's promise; the entries were checked against their buffers
-        // and device.
+        // and device; `recv` is the state beside a receive entry (`Entry::of_receive`).
         Ok(Self {
             on,
-            cqe,
+            cqe: entry.cqe,
             sges,
             num_sge,
             inline,
-            resumes,
+            resumes: entry.resumes,
+            recv: entry.recv,
         })
+    }
+
+    /// Whether the entry is a receive's ([`super::cqe::RecvCqe`]), which only a
+    /// [`RecvWr`] carries.
+    pub(super) fn is_receive(&self) -> bool {
+        self.recv.is_some()
     }
 
     /// The QP the request is bound to; `None` for an SRQ.
@@ -491,38 +575,54 @@ struct RecvWrInner {
     sge: [bindings::ib_sge; 2],
 }
 
-/// A receive into one or two local buffer ranges whose completion runs a [`super::Cqe`]'s
-/// handler; made once for one QP ([`super::CmId::recv_wr`]) or SRQ
-/// ([`super::Srq::recv_wr`]) and posted again there ([`QpHandle::post_recv`],
-/// [`super::Srq::post`]) for each message.
+/// A receive into one or two local buffer ranges whose completion runs a
+/// [`super::cqe::RecvCqe`]'s handler; made once for one QP ([`super::CmId::recv_wr`]) or
+/// SRQ ([`super::Srq::recv_wr`]) and posted again there ([`QpHandle::post_recv`],
+/// [`super::Srq::post`]) for each message, each post with the token ([`Received`]) that
+/// the completion of the last one gave back.
 ///
 /// # Invariants
 ///
 /// The boxed request's `sg_list` points at the box's own entries; the request is not
 /// changed after creation. It is posted only on `target`, and was made from a
 /// [`BoundRequest`] for it: its completion entry and memory outlive its posts there.
+/// `state` is the state beside that entry (a `RecvCqe`'s), bound to this request (the
+/// only one the entry is bound to): it lives as the entry does.
 pub(crate) struct RecvWr {
     inner: KBox<RecvWrInner>,
+    state: NonNull<RecvState>,
     pub(super) target: PostTarget,
 }
 
-// SAFETY: the request is read-only after creation and only read when posted, from any CPU.
+// SAFETY: the request is read-only after creation and only read when posted, from any CPU;
+// the receive's state is atomic.
 unsafe impl Send for RecvWr {}
 // SAFETY: as above.
 unsafe impl Sync for RecvWr {}
 
 impl RecvWr {
     /// A receive into the ranges of `bound`, on the QP or SRQ it is bound to and completing
-    /// on its entry. `EINVAL` for an inline or empty one.
-    pub(super) fn new(bound: BoundRequest) -> Result<Self> {
+    /// on its receive entry, with the receive's first token (for its first post). `EINVAL`
+    /// for an inline or empty one, or one bound to an entry that is not a receive's;
+    /// `EBUSY` if the entry is bound to another receive already.
+    ///
+    /// # Safety
+    ///
+    /// The object whose entry `bound` carries is alive for the call (its owner is
+    /// borrowed: the call is made while what `bound` was made from is).
+    pub(super) unsafe fn new(bound: BoundRequest) -> Result<(Self, Received)> {
         let BoundRequest {
             on: target,
             cqe,
             sges,
             num_sge,
             inline,
+            recv,
             ..
         } = bound;
+        let Some(state) = recv else {
+            return Err(EINVAL);
+        };
         if inline || num_sge == 0 {
             return Err(EINVAL);
         }
@@ -531,12 +631,35 @@ impl RecvWr {
         wr.num_sge = num_sge as i32;
         let mut inner = KBox::new(RecvWrInner { wr, sge: sges }, GFP_KERNEL)?;
         inner.wr.sg_list = inner.sge.as_mut_ptr();
-        // INVARIANT: `sg_list` points into the box; made from a request bound to `target`.
-        Ok(Self { inner, target })
+        // SAFETY: the state beside the entry (`BoundRequest`'s invariant), alive for the
+        // call (the function's safety section).
+        let received = unsafe { state.as_ref() }.bind()?;
+        // INVARIANT: `sg_list` points into the box; made from a request bound to `target`;
+        // the entry's state, bound to this request (`bind` binds it once).
+        Ok((
+            Self {
+                inner,
+                state,
+                target,
+            },
+            received,
+        ))
     }
 
     /// The request, for posting.
     pub(super) fn as_ptr(&self) -> *const bindings::ib_recv_wr {
         &self.inner.wr
+    }
+
+    /// The receive's state.
+    ///
+    /// # Safety
+    ///
+    /// The request's entry lives: it may be posted on its target now (its QP's drain did
+    /// not begin, its SRQ is borrowed).
+    pub(super) unsafe fn state(&self) -> &RecvState {
+        // SAFETY: the state lives as the entry does (type invariant), which lives now (the
+        // function's safety section).
+        unsafe { self.state.as_ref() }
     }
 }

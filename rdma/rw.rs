@@ -108,7 +108,7 @@ impl RwBinding {
         let (Some(qp), Some(other)) = (from_remote.qp(), to_remote.qp()) else {
             return Err(EINVAL);
         };
-        if !qp.same_qp(other) {
+        if !qp.same_qp(other) || from_remote.is_receive() || to_remote.is_receive() {
             return Err(EINVAL);
         }
         // INVARIANT: both entries outlive the requests posted on `qp` (`BoundRequest`).

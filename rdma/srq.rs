@@ -12,11 +12,14 @@
 
 use super::{
     bindings,
-    cqe::{Cqe, HasCqe, QpCqeHandler},
-    qp_handle::{BoundRequest, PostTarget, Range, RecvWr},
+    cqe::{QpRecvHandler, Received},
+    qp_handle::{BoundRequest, Entry, PostTarget, Range, RecvWr},
     Pd,
 };
-use core::{marker::PhantomData, ptr::NonNull};
+use core::{
+    marker::PhantomData,
+    ptr::{self, NonNull},
+};
 use kernel::{
     prelude::*,
     sync::{
@@ -94,15 +97,16 @@ impl<X, S> Srq<X, S> {
 
     /// A receive on the SRQ into one or two ranges of buffers (registered with the PD's
     /// local DMA lkey), whose completion runs the handler of the object `place` finds in
-    /// the SRQ's contents, with the ranges (`ENOENT` if it finds none); posted with
-    /// [`Srq::post`]. `EINVAL` for a range past the end of its buffer or mapped for another
-    /// device than the PD's.
+    /// the SRQ's contents, with the ranges (`ENOENT` if it finds none), and its first
+    /// token; posted with [`Srq::post`]. `EINVAL` for a range past the end of its buffer or
+    /// mapped for another device than the PD's, `EBUSY` if the object's receive entry is
+    /// bound to another receive already.
     pub(crate) fn recv_wr(
         &self,
         place: impl for<'a> FnOnce(&'a X) -> Option<(&'a S, Range<'a>, Option<Range<'a>>)>,
-    ) -> Result<RecvWr>
+    ) -> Result<(RecvWr, Received)>
     where
-        S: HasCqe + QpCqeHandler,
+        S: QpRecvHandler,
     {
         let (owner, first, second) = place(&self.contents).ok_or(ENOENT)?;
         let target = PostTarget::Srq(self.id);
@@ -113,30 +117,49 @@ impl<X, S> Srq<X, S> {
         let bound = unsafe {
             BoundRequest::new(
                 target,
-                Cqe::<S, 0>::placed(owner)?.as_raw(),
+                Entry::of_receive::<S, 0>(owner)?,
                 &[Some(first), second],
                 self.pd.device_address(),
                 self.pd.local_dma_lkey(),
                 false,
-                None,
             )?
         };
-        RecvWr::new(bound)
+        // SAFETY: the object lives in the contents, borrowed with `self`.
+        unsafe { RecvWr::new(bound) }
     }
 
-    /// Posts the receive `wr`, which must have been made for this SRQ (`EINVAL`
-    /// otherwise).
-    pub(crate) fn post(&self, wr: &RecvWr) -> Result {
+    /// Posts the receive `wr`, lending its buffers to the device: `received` gives them
+    /// back, the token of the receive's last completion (or of its making, for its first
+    /// post), and only the completion of this post gives them back again. `EINVAL` if `wr`
+    /// was not made for this SRQ or `received` is not its token. On failure, the error,
+    /// and the token if nothing was posted.
+    pub(crate) fn post(
+        &self,
+        wr: &RecvWr,
+        received: Received,
+    ) -> Result<(), (Error, Option<Received>)> {
         match wr.target {
             PostTarget::Srq(id) if id == self.id => (),
-            _ => return Err(EINVAL),
+            _ => return Err((EINVAL, Some(received))),
         }
-        // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it returns;
-        // its completion entry and buffers outlive it (`RecvWr`'s invariant).
-        let ret = unsafe {
-            bindings::rdma_rs_ib_post_srq_recv(self.as_raw(), wr.as_ptr(), core::ptr::null_mut())
+        // SAFETY: made for this SRQ, whose contents hold its entry while `self` is
+        // borrowed (`recv_wr`).
+        let state = unsafe { wr.state() };
+        let id = state
+            .to_device(received)
+            .map_err(|received| (EINVAL, Some(received)))?;
+        let mut bad: *const bindings::ib_recv_wr = ptr::null();
+        // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it returns,
+        // and may point `bad` at it; its completion entry and buffers outlive it
+        // (`RecvWr`'s invariant).
+        let ret =
+            unsafe { bindings::rdma_rs_ib_post_srq_recv(self.as_raw(), wr.as_ptr(), &mut bad) };
+        let Err(e) = super::to_result(ret) else {
+            return Ok(());
         };
-        super::to_result(ret)
+        // SAFETY: `id` is what `to_device` gave, and the provider refused the post.
+        let back = ptr::eq(bad, wr.as_ptr()).then(|| unsafe { state.refused(id) });
+        Err((e, back))
     }
 }
 

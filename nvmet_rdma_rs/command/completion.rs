@@ -9,7 +9,7 @@
 
 use super::{free_data, free_rw, handle_command, Connection, Io, RspOwner, RspSlot, RspState};
 use crate::nvmet::Request;
-use crate::rdma::{rw::TransferEnd, slot::Prepared, WorkCompletion};
+use crate::rdma::{cqe::Received, rw::TransferEnd, slot::Prepared, WorkCompletion};
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{prelude::*, sync::ArcBorrow};
@@ -28,20 +28,31 @@ fn failed(queue: ArcBorrow<'_, impl Connection>, what: &str, wc: &WorkCompletion
     queue.fatal_error();
 }
 
-/// A receive of `queue` into receive slot `cmd` completed.
-pub(crate) fn recv_done(queue: ArcBorrow<'_, impl Connection>, cmd: u32, wc: &WorkCompletion) {
+/// A receive of `queue` into receive slot `cmd` completed, giving its buffers back
+/// (`received`; `None`, counted, for a completion of a receive that was not posted: a
+/// provider's second completion of it).
+pub(crate) fn recv_done(
+    queue: ArcBorrow<'_, impl Connection>,
+    cmd: u32,
+    received: Option<Received>,
+    wc: &WorkCompletion,
+) {
+    let Some(received) = received else {
+        queue.stats().duplicate_completions.fetch_add(1, Relaxed);
+        return;
+    };
     let Some(io) = queue.io() else {
         return;
     };
     // A shared slot goes back to its SRQ whenever no command takes it.
-    let give_back = || io.give_back_shared(cmd);
+    let give_back = |received| io.give_back_shared(cmd, received);
     if !wc.is_ok() {
-        give_back();
+        give_back(received);
         failed(queue, "RECV", wc);
         return;
     }
     if (wc.byte_len as usize) < COMMAND_SIZE {
-        give_back();
+        give_back(received);
         pr_err!(
             "a capsule of {} bytes is shorter than a command; ending the queue\n",
             wc.byte_len
@@ -50,10 +61,10 @@ pub(crate) fn recv_done(queue: ArcBorrow<'_, impl Connection>, cmd: u32, wc: &Wo
         return;
     }
     if queue.is_disconnecting() {
-        give_back();
+        give_back(received);
         return;
     }
-    handle_command(queue, io, cmd, wc.byte_len);
+    handle_command(queue, io, cmd, wc.byte_len, received);
 }
 
 /// The owner of a response slot, resumed by the completion of the work request it posted
@@ -205,9 +216,12 @@ pub(crate) fn queue_response(
             .write_bytes
             .fetch_add(transfer_len as u64, Relaxed);
     }
-    owner.recv_owed = false;
-    if io.repost_recv(&owner).is_err() {
-        queue.close(c"receive post failure");
+    // The core is done with the command and its in-capsule data: the receive slot goes
+    // back to the device (as the C transport's `nvmet_rdma_queue_response` does).
+    if let Some(received) = owner.recv.take() {
+        if io.repost_recv(&owner, received).is_err() {
+            queue.close(c"receive post failure");
+        }
     }
     io.response_to_device(rsp.index);
     let posted = if !with_data {

@@ -7,12 +7,14 @@
 #![forbid(unsafe_code)]
 
 use super::{handle_command, Connection, Io};
+use crate::rdma::cqe::Received;
 use crate::send_wait::SendWaitList;
 use core::sync::atomic::{
     fence, AtomicBool, AtomicU32,
     Ordering::{Relaxed, SeqCst},
 };
 use kernel::{
+    alloc::kvec::PushError,
     new_spinlock,
     prelude::*,
     sync::{ArcBorrow, SpinLock},
@@ -22,10 +24,10 @@ use kernel::{
 pub(super) enum Parked {
     /// It waits for the next slot to free.
     Yes,
-    /// A slot freed meanwhile: the command takes it.
-    SlotFreed(u32),
-    /// The host exceeded its depth; the queue is ending.
-    Full,
+    /// A slot freed meanwhile: the command takes it, with its receive's token.
+    SlotFreed(u32, Received),
+    /// The host exceeded its depth; the queue is ending. The receive's token comes back.
+    Full(Received),
 }
 
 /// A queue's lists of response slots and waiting commands, embedded in the queue.
@@ -44,10 +46,10 @@ pub(crate) struct SlotLists {
     #[pin]
     pub(super) waiting: SpinLock<SendWaitList>,
     /// Commands that found every response slot busy, oldest first, as (receive slot,
-    /// bytes received): the next slot freed starts one; the release discards what is
-    /// left.
+    /// bytes received, the receive's token: the command holds its buffers): the next slot
+    /// freed starts one; the release discards what is left.
     #[pin]
-    parked: SpinLock<KVec<(u32, u32)>>,
+    parked: SpinLock<KVec<(u32, u32, Received)>>,
     /// Entries in `parked`, for a lock-free check when a slot frees.
     parked_n: AtomicU32,
     /// The host sent more commands than its depth allows (logged once).
@@ -111,21 +113,24 @@ impl SlotLists {
         }
     }
 
-    /// Parks a command that found no free response slot, unless one freed meanwhile.
+    /// Parks a command that found no free response slot, with its receive's token, unless
+    /// one freed meanwhile.
     pub(super) fn park_for_slot(
         &self,
         queue: ArcBorrow<'_, impl Connection>,
         cmd: u32,
         len: u32,
+        received: Received,
     ) -> Parked {
         let mut parked = self.parked.lock();
         // The capacity covers every receive the host may have outstanding.
-        if parked.push_within_capacity((cmd, len)).is_err() {
+        if let Err(PushError((_, _, received))) = parked.push_within_capacity((cmd, len, received))
+        {
             drop(parked);
             if !self.depth_exceeded.swap(true, Relaxed) {
                 queue.exceeded_depth();
             }
-            return Parked::Full;
+            return Parked::Full(received);
         }
         self.parked_n.fetch_add(1, Relaxed);
         // Slots free in completion callbacks, which usually run one at a time, but not
@@ -133,10 +138,15 @@ impl SlotLists {
         // `start_parked`: either the release that freed a slot sees this entry, or this
         // sees the slot.
         fence(SeqCst);
-        if let Some(rsp) = self.free.lock().pop() {
-            let _ = parked.pop();
-            self.parked_n.fetch_sub(1, Relaxed);
-            return Parked::SlotFreed(rsp);
+        let freed = self.free.lock().pop();
+        if let Some(rsp) = freed {
+            // (the entry pushed above, still the last one: the lock is held since)
+            if let Some((_, _, received)) = parked.pop() {
+                self.parked_n.fetch_sub(1, Relaxed);
+                return Parked::SlotFreed(rsp, received);
+            }
+            // (not reached)
+            self.free_slot(queue, rsp);
         }
         queue.stats().rsp_waits.fetch_add(1, Relaxed);
         Parked::Yes
@@ -162,8 +172,8 @@ impl SlotLists {
             self.parked_n.fetch_sub(1, Relaxed);
             parked.remove(0).ok()
         };
-        if let Some((cmd, len)) = next {
-            handle_command(queue, io, cmd, len);
+        if let Some((cmd, len, received)) = next {
+            handle_command(queue, io, cmd, len, received);
         }
     }
 
@@ -179,10 +189,10 @@ impl SlotLists {
                 }
                 next
             };
-            let Some((cmd, _)) = next else {
+            let Some((cmd, _, received)) = next else {
                 return;
             };
-            io.give_back_shared(cmd);
+            io.give_back_shared(cmd, received);
         }
     }
 }

@@ -6,12 +6,11 @@
 use super::{to_result, CmHandler, CmId};
 use crate::rdma::{
     bindings,
-    cqe::{HasCqe, HasSlotCqe, QpCqeHandler, QpSlotHandler, SlotCqe},
+    cqe::{HasSlotCqe, QpRecvHandler, QpSlotHandler, Received},
     qp::{Local, Qp, QpRecords},
-    qp_handle::{BoundRequest, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
+    qp_handle::{BoundRequest, Entry, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
     rw::{Drained, RwBinding},
-    slot::Resumes,
-    Cq, Cqe, DmaBuf, Pd, Srq,
+    Cq, DmaBuf, Pd, Srq,
 };
 use core::ptr::NonNull;
 use kernel::{
@@ -150,7 +149,7 @@ impl<T: CmHandler> CmId<T> {
     ) -> Result<u32>
     where
         X: Send + Sync + 'static,
-        S: QpCqeHandler<Connection = T> + 'static,
+        S: QpRecvHandler<Connection = T> + 'static,
     {
         let raw = srq.as_raw();
         let kept: Arc<dyn Send + Sync> = srq.clone();
@@ -329,41 +328,40 @@ impl<T: CmHandler> CmId<T> {
                     Some((owner, [Some(Range { buf, offset, len }), None]))
                 },
                 inline,
-                |owner| {
-                    let entry = SlotCqe::<S, ID>::placed(owner)?.as_raw();
-                    Ok((entry, Some(Resumes::of::<S, ID>(owner)?)))
-                },
+                |owner| Entry::of_slot::<S, ID>(owner),
             )
         }?;
         SendWr::new(bound)
     }
 
     /// A receive on the QP into one or two ranges of buffers, whose completion runs the
-    /// handler `ID` of the object `place` finds in this id's handler, with the ranges
-    /// (`ENOENT` if it finds none); posted with [`QpHandle::post_recv`]. `ENOTCONN` before
-    /// the QP exists, `EINVAL` for a range past the end of its buffer or mapped for
-    /// another device.
+    /// receive handler `ID` of the object `place` finds in this id's handler, with the
+    /// ranges (`ENOENT` if it finds none), and its first token; posted with
+    /// [`QpHandle::post_recv`]. `ENOTCONN` before the QP exists, `EINVAL` for a range past
+    /// the end of its buffer or mapped for another device, `EBUSY` if the object's receive
+    /// entry is bound to another receive already.
     pub(crate) fn recv_wr<S, const ID: u64>(
         &self,
         place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, Range<'a>, Option<Range<'a>>)>,
-    ) -> Result<RecvWr>
+    ) -> Result<(RecvWr, Received)>
     where
-        S: HasCqe<ID> + QpCqeHandler<ID, Connection = T>,
+        S: QpRecvHandler<ID, Connection = T>,
     {
-        // SAFETY: the entry is `S`'s `Cqe` `ID` (made with `Cqe::on_qp`, whose trampoline
-        // finds the handler of a `CmId<S::Connection>`, which is `T`, or with `Cqe::new`,
-        // which finds none), resuming nothing.
+        // SAFETY: the entry is `S`'s `RecvCqe` `ID`, whose trampoline finds the handler of
+        // a `CmId<S::Connection>`, which is `T`, and resumes nothing.
         let bound = unsafe {
-            self.bind_in_handler(
+            self.bind_in_handler::<S>(
                 |handler| {
                     let (owner, first, second) = place(handler)?;
                     Some((owner, [Some(first), second]))
                 },
                 false,
-                |owner: &S| Ok((Cqe::<S, ID>::placed(owner)?.as_raw(), None)),
+                Entry::of_receive::<S, ID>,
             )
         }?;
-        RecvWr::new(bound)
+        // SAFETY: the object lives in this id's handler, which the id keeps while `self` is
+        // borrowed.
+        unsafe { RecvWr::new(bound) }
     }
 
     /// Binds `rdma_rw` contexts to the QP ([`super::super::rw::RwCtx::bind`]): their
@@ -384,47 +382,38 @@ impl<T: CmHandler> CmId<T> {
         // SAFETY: as in `send_wr`, for `S`'s `SlotCqe`s `R` and `W`.
         let (from_remote, to_remote) = unsafe {
             (
-                self.bind_in_handler(
+                self.bind_in_handler::<S>(
                     |handler| Some((place(handler)?, [None, None])),
                     false,
-                    |owner: &S| {
-                        let entry = SlotCqe::<S, R>::placed(owner)?.as_raw();
-                        Ok((entry, Some(Resumes::of::<S, R>(owner)?)))
-                    },
+                    Entry::of_slot::<S, R>,
                 )?,
-                self.bind_in_handler(
+                self.bind_in_handler::<S>(
                     |handler| Some((place(handler)?, [None, None])),
                     false,
-                    |owner: &S| {
-                        let entry = SlotCqe::<S, W>::placed(owner)?.as_raw();
-                        Ok((entry, Some(Resumes::of::<S, W>(owner)?)))
-                    },
+                    Entry::of_slot::<S, W>,
                 )?,
             )
         };
         RwBinding::new(from_remote, to_remote)
     }
 
-    /// The entry `entry` picks of the object `place` finds in this id's handler, and the
-    /// ranges it finds there, bound to the QP, with what its completion resumes (`entry`'s
-    /// second value). `ENOENT` if it finds none, `ENOTCONN` before the QP exists, `EINVAL`
-    /// for a range that is not in its buffer or is mapped for another device, or an entry
-    /// or slot that is not where the object's type says (`entry` refuses it).
+    /// The entry `entry` takes from the object `place` finds in this id's handler, and the
+    /// ranges it finds there, bound to the QP. `ENOENT` if it finds none, `ENOTCONN` before
+    /// the QP exists, `EINVAL` for a range that is not in its buffer or is mapped for
+    /// another device, or an entry or slot that is not where the object's type says
+    /// (`entry` refuses it).
     ///
     /// # Safety
     ///
-    /// `entry` returns an entry at its type's offset from the object it is given
-    /// ([`super::super::Cqe::placed`], [`super::super::cqe::SlotCqe::placed`]), whose
-    /// completions find
-    /// this id's handler (a [`super::super::Cqe`] made with `Cqe::on_qp` for an `S` whose
-    /// `QpCqeHandler::Connection` is `T`, or with `Cqe::new`; a
-    /// [`super::super::cqe::SlotCqe`] of an `S` whose `QpSlotHandler::Connection` is `T`),
-    /// with `Some(Resumes::of)` of that object for a `SlotCqe` and `None` for a `Cqe`.
+    /// The completions of the entry `entry` takes find this id's handler: a
+    /// [`super::super::cqe::SlotCqe`] ([`Entry::of_slot`]) of an `S` whose
+    /// `QpSlotHandler::Connection` is `T`, or a [`super::super::cqe::RecvCqe`]
+    /// ([`Entry::of_receive`]) of an `S` whose `QpRecvHandler::Connection` is `T`.
     unsafe fn bind_in_handler<S>(
         &self,
         place: impl for<'a> FnOnce(&'a T) -> Option<(&'a S, [Option<Range<'a>>; 2])>,
         inline: bool,
-        entry: impl FnOnce(&S) -> Result<(*mut bindings::ib_cqe, Option<Resumes>)>,
+        entry: impl FnOnce(&S) -> Result<Entry>,
     ) -> Result<BoundRequest> {
         let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
         let lkey = self
@@ -434,23 +423,14 @@ impl<T: CmHandler> CmId<T> {
         let device = self.device().ok_or(ENODEV)?.as_raw() as usize;
         let handler = self.handler();
         let (owner, ranges) = place(&handler).ok_or(ENOENT)?;
-        let (cqe, resumes) = entry(owner)?;
+        let entry = entry(owner)?;
         // SAFETY: the object and the buffers live, in place, in this id's handler (`place`
         // borrows them from there for any lifetime, so they live as long as the handler),
         // which the id keeps until its QP was drained and destroyed (`Drop`); the entry is
-        // the object's, its completions find that handler and `resumes` matches its kind
-        // (the function's safety section); `lkey` and `device` are the QP's.
-        unsafe {
-            BoundRequest::new(
-                PostTarget::Qp(qp),
-                cqe,
-                &ranges,
-                device,
-                lkey,
-                inline,
-                resumes,
-            )
-        }
+        // at its type's offset from the object, its completions find that handler, and
+        // what they resume is the entry's (the function's safety section; `Entry`); `lkey`
+        // and `device` are the QP's.
+        unsafe { BoundRequest::new(PostTarget::Qp(qp), entry, &ranges, device, lkey, inline) }
     }
 
     /// The QP, once created.
