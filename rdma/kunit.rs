@@ -4,7 +4,9 @@
 //! printed, classified), completion dispatch (an `ib_cqe`'s `done` reaching the handler
 //! of the object that embeds it, with what the work completion reports) and slot
 //! hand-offs (one owner at a time, resumed only by the event it was handed off to),
-//! values published once ([`crate::rdma::PublishOnce`]), page lists pointed again
+//! receive tokens ([`crate::rdma::cqe::RecvState`]: one per receive, minted by its
+//! completion and not by a duplicate, refused for another receive's post), values
+//! published once ([`crate::rdma::PublishOnce`]), page lists pointed again
 //! without being initialised again ([`crate::rdma::sgl::PageSgl`]), an MR's state
 //! machine ([`crate::rdma::mr::MrState`]: one `map` at a time, none while a key works)
 //! and the volatile copies of [`crate::rdma::DmaBuf`] (at any alignment, refused past
@@ -392,6 +394,69 @@ mod slot_handoff {
         // There is no end of nothing.
         // SAFETY: as above.
         assert!(unsafe { Ended::new(0) }.is_none());
+    }
+}
+
+#[kunit_tests(rdma_rs_recv_token)]
+mod recv_token {
+    use crate::rdma::cqe::RecvState;
+    use kernel::prelude::*;
+
+    #[test]
+    fn one_token_per_receive() {
+        let state = RecvState::new();
+        let received = state.bind().expect("an unbound receive binds");
+        // One request per receive: no second identity, no second first token.
+        assert_eq!(state.bind().err(), Some(EBUSY));
+        // Posted with its token, which the device's use consumes.
+        assert!(state.to_device(received).is_ok());
+        // SAFETY: the test stands for the completion of the receive it posted.
+        let received = unsafe { state.completed() }.expect("its completion gives it back");
+        // A provider's second completion of the receive mints nothing.
+        // SAFETY: as above (a duplicate of it).
+        assert!(unsafe { state.completed() }.is_none());
+        // Posted again, and refused by the provider: the token comes back, and no
+        // completion finds the receive posted.
+        let id = state
+            .to_device(received)
+            .ok()
+            .expect("its own token posts it");
+        // SAFETY: `id` is what `to_device` gave; the test's provider refused the post.
+        let received = unsafe { state.refused(id) };
+        // SAFETY: as above (no completion comes, and one that did finds nothing).
+        assert!(unsafe { state.completed() }.is_none());
+        assert!(state.to_device(received).is_ok());
+    }
+
+    #[test]
+    fn another_receives_token_refused() {
+        let (a, b) = (RecvState::new(), RecvState::new());
+        let (for_a, for_b) = (a.bind().unwrap(), b.bind().unwrap());
+        // B's token does not post A, and comes back.
+        let Err(for_b) = a.to_device(for_b) else {
+            panic!("a receive posted with another's token");
+        };
+        // Nothing was marked posted: a completion of A finds nothing to give back.
+        // SAFETY: the test stands for A's completion (of no post).
+        assert!(unsafe { a.completed() }.is_none());
+        assert!(a.to_device(for_a).is_ok());
+        assert!(b.to_device(for_b).is_ok());
+        // SAFETY: the test stands for A's completion.
+        let for_a = unsafe { a.completed() }.unwrap();
+        // A's token, back, does not post B either (which the device has).
+        assert!(b.to_device(for_a).is_err());
+    }
+
+    #[test]
+    fn tokens_of_an_earlier_receive_refused() {
+        // A receive made where an earlier one was (an entry freed and its memory reused):
+        // the earlier one's token names another identity.
+        let mut state = RecvState::new();
+        let earlier = state.bind().unwrap();
+        state = RecvState::new();
+        let now = state.bind().unwrap();
+        assert!(state.to_device(earlier).is_err());
+        assert!(state.to_device(now).is_ok());
     }
 }
 
