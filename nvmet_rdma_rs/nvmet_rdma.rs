@@ -8,8 +8,8 @@
 
 // Safe Rust only, but `deny`, not `forbid`, which would refuse (E0453) the `allow`s of what
 // needs `unsafe` here: the binding layers, modules of this crate (`rdma`, `nvmet`,
-// `rdma_kunit`: `#![allow(unsafe_code)]`), and the module parameters declared below with
-// the RDMA layer's macros (their `__param` and `.modinfo` entries are `#[link_section]`
+// `rdma_kunit`, `rdma_kunit_memory`: `#![allow(unsafe_code)]`), and the module parameters
+// declared below with the RDMA layer's macros (their `__param` and `.modinfo` entries are `#[link_section]`
 // statics, the checked setter an `unsafe extern "C" fn`). Every other file forbids it.
 // (`module!` and the kernel crate's macros expand `unsafe` too, which the lint does not
 // see: they are another crate's.)
@@ -24,6 +24,8 @@ mod nvmet;
 // The RDMA layer's KUnit suites, run here only (see the file).
 #[path = "../rdma/kunit.rs"]
 mod rdma_kunit;
+#[path = "../rdma/kunit_memory.rs"]
+mod rdma_kunit_memory;
 
 mod command;
 mod devices;
