@@ -10,15 +10,17 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod inbox;
 mod ping;
 
 use crate::bench::{BenchResult, MAX_DEPTH};
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
     access, code, rw, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, GlobalRkeyOptIn, Mr,
-    OwnedQueue, Pd, PollContext, QpCaps, SendOp, SocketAddr, WorkCompletion,
+    OwnedQueue, Pd, PollContext, QpCaps, SendOp, SocketAddr,
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use inbox::{BenchProgress, Inbox, Outcome, Tag, TAGS};
 use kernel::{
     fmt, new_condvar, new_mutex, new_spinlock,
     prelude::*,
@@ -36,79 +38,6 @@ const CLOSE_TIMEOUT_MS: u32 = 2_000;
 
 /// Receive slots kept posted.
 const RECV_SLOTS: usize = 2;
-
-/// Which send queue operation a completion belongs to.
-#[derive(Clone, Copy)]
-enum Tag {
-    RegisterSource = 0,
-    RegisterSink = 1,
-    Send = 2,
-    InvalidateSource = 3,
-    InvalidateSink = 4,
-}
-const TAGS: usize = 5;
-
-/// What a work completion reported, copied out in its handler: the layer only lends a
-/// [`WorkCompletion`] for the handler's call.
-#[derive(Clone, Copy)]
-struct Outcome {
-    /// Whether the request succeeded.
-    ok: bool,
-    /// `IB_WC_*` status, and its name.
-    status: u32,
-    status_name: &'static CStr,
-    /// Bytes received (receives only).
-    byte_len: u32,
-    /// The local rkey the peer invalidated with SEND_WITH_INV, if it did.
-    invalidated_rkey: Option<u32>,
-    /// Whether that was the key of the MR the session watched ([`Inbox::invalidatable`]),
-    /// which is invalid now.
-    watched_invalidated: bool,
-}
-
-impl From<&WorkCompletion> for Outcome {
-    fn from(wc: &WorkCompletion) -> Self {
-        Self {
-            ok: wc.is_ok(),
-            status: wc.status,
-            status_name: wc.status_name(),
-            byte_len: wc.byte_len,
-            invalidated_rkey: wc.invalidated_rkey,
-            watched_invalidated: false,
-        }
-    }
-}
-
-/// What callbacks report to the waiting operation.
-struct Inbox {
-    /// The last connection-establishment event and its status.
-    cm: Option<(CmEventKind, i32)>,
-    /// Set when the connection went away.
-    disconnected: bool,
-    /// Set when RDMA CM reported the end of the connection: the server's answer to our
-    /// disconnect, its own disconnect, or the device going away.
-    cm_closed: bool,
-    /// Send queue completions, by tag.
-    done: [Option<Outcome>; TAGS],
-    /// A received message: slot, completion, header, and when it arrived.
-    received: Option<(usize, Outcome, [u8; HEADER_SIZE], Instant<Monotonic>)>,
-    /// The MR the server may invalidate with its next message (SEND_WITH_INV): the
-    /// receive's handler notes it invalid if its completion says so (only a completion can).
-    invalidatable: Option<Mr>,
-    /// The running benchmark's completions.
-    bench: BenchProgress,
-}
-
-/// Completions of the benchmark run numbered `run`; late ones of an interrupted earlier
-/// run are ignored.
-struct BenchProgress {
-    run: u32,
-    completed: u32,
-    failed: Option<Outcome>,
-    /// Post-to-completion time of each operation, in nanoseconds; its capacity is reserved
-    /// before the run, so completions never allocate.
-    samples: KVVec<u64>,
-}
 
 /// The verbs resources of a connection. Field order is drop order: buffers and MRs
 /// first, then the id (which drains and destroys QP, CQ and PD, then itself).
