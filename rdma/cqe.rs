@@ -96,12 +96,18 @@ pub(crate) trait HasSlot {
 /// again where their completion resumes it, and so resumes the slot it bound.
 pub(crate) fn placed_slot<S: HasSlot>(object: &S) -> Option<&Slot<S::State>> {
     let slot = object.slot();
-    let at = ptr::from_ref(object).addr().checked_add(S::SLOT_OFFSET);
-    if at != Some(ptr::from_ref(slot).addr()) {
+    if !is_at(object, S::SLOT_OFFSET, slot) {
         pr_warn!("an object's slot is not where its type says; refused\n");
         return None;
     }
     Some(slot)
+}
+
+/// Whether `field` is at `offset` from the start of `object`: the check that makes the
+/// layer's `Has*` declaration traits safe (an implementation that says otherwise has its
+/// fields refused where the layer would use the offset).
+pub(super) fn is_at<O, F>(object: &O, offset: usize, field: &F) -> bool {
+    ptr::from_ref(object).addr().checked_add(offset) == Some(ptr::from_ref(field).addr())
 }
 
 /// An object that embeds a [`Cqe<Self, ID>`]; implemented with [`impl_has_cqe!`].
@@ -180,8 +186,7 @@ impl<T: HasCqe<ID>, const ID: u64> Cqe<T, ID> {
     /// place, as long as `owner` does.
     pub(crate) fn placed(owner: &T) -> Result<&Self> {
         let entry = owner.entry();
-        let at = ptr::from_ref(owner).addr().checked_add(T::OFFSET);
-        if at != Some(ptr::from_ref(entry).addr()) {
+        if !is_at(owner, T::OFFSET, entry) {
             pr_warn!("an object's completion entry is not where its type says; refused\n");
             return Err(EINVAL);
         }
@@ -307,10 +312,7 @@ impl<T: HasSlotCqe<ID>, const ID: u64> SlotCqe<T, ID> {
     /// trampoline takes the owner from (`EINVAL` otherwise, with one log line).
     pub(crate) fn placed(owner: &T) -> Result<&Self> {
         let entry = owner.slot_entry();
-        let at = ptr::from_ref(owner)
-            .addr()
-            .checked_add(<T as HasSlotCqe<ID>>::OFFSET);
-        if at != Some(ptr::from_ref(entry).addr()) {
+        if !is_at(owner, <T as HasSlotCqe<ID>>::OFFSET, entry) {
             pr_warn!("an object's completion entry is not where its type says; refused\n");
             return Err(EINVAL);
         }

@@ -269,14 +269,13 @@ macro_rules! string_param {
 #[allow(unused_imports)]
 pub(crate) use string_param;
 
-/// Declares a read-only boolean module parameter; see the module documentation.
+/// The kernel's entry of a read-only (0444) `bool` module parameter stored in the static
+/// `$name` (whose `as_arg` `param_ops_bool` reads): shared by [`bool_param!`] and
+/// [`global_rkey_param!`].
+// (Not every module declares such parameters.)
 #[allow(unused_macros)]
-macro_rules! bool_param {
-    ($name:ident, $default:literal, $description:literal) => {
-        #[allow(non_upper_case_globals)]
-        pub(crate) static $name: $crate::rdma::param::BoolParam =
-            $crate::rdma::param::BoolParam::new($default);
-
+macro_rules! read_only_bool_entry {
+    ($name:ident, $description:literal) => {
         // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
         #[allow(unsafe_code)]
         const _: () = {
@@ -292,6 +291,20 @@ macro_rules! bool_param {
                 $description
             );
         };
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use read_only_bool_entry;
+
+/// Declares a read-only boolean module parameter; see the module documentation.
+#[allow(unused_macros)]
+macro_rules! bool_param {
+    ($name:ident, $default:literal, $description:literal) => {
+        #[allow(non_upper_case_globals)]
+        pub(crate) static $name: $crate::rdma::param::BoolParam =
+            $crate::rdma::param::BoolParam::new($default);
+
+        $crate::rdma::param::read_only_bool_entry!($name, $description);
     };
 }
 #[allow(unused_imports)]
@@ -359,21 +372,7 @@ macro_rules! global_rkey_param {
             // declared below, and nothing else writes it.
             unsafe { $crate::rdma::GlobalRkeyParam::new() };
 
-        // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
-        #[allow(unsafe_code)]
-        const _: () = {
-            $crate::rdma::param::kernel_param_entry!(
-                $name,
-                // SAFETY: `param_ops_bool` is an immutable kernel object.
-                unsafe { ::core::ptr::from_ref(&::kernel::bindings::param_ops_bool) },
-                0o444,
-                ::kernel::bindings::kernel_param__bindgen_ty_1 {
-                    arg: $name.as_arg(),
-                },
-                "bool",
-                $description
-            );
-        };
+        $crate::rdma::param::read_only_bool_entry!($name, $description);
     };
 }
 #[allow(unused_imports)]

@@ -287,10 +287,7 @@ impl<T: HasRecvCqe<ID>, const ID: u64> RecvCqe<T, ID> {
     /// trampoline takes the owner from (`EINVAL` otherwise, with one log line).
     pub(crate) fn placed(owner: &T) -> Result<&Self> {
         let entry = owner.recv_entry();
-        let at = core::ptr::from_ref(owner)
-            .addr()
-            .checked_add(<T as HasRecvCqe<ID>>::OFFSET);
-        if at != Some(core::ptr::from_ref(entry).addr()) {
+        if !super::is_at(owner, <T as HasRecvCqe<ID>>::OFFSET, entry) {
             pr_warn!("an object's receive entry is not where its type says; refused\n");
             return Err(EINVAL);
         }
