@@ -2,7 +2,7 @@
 
 //! Completion dispatch: the completion handlers of a queue's slots, which the RDMA layer
 //! gives the queue a work completion belongs to (the handler of the `CmId<Queue>` whose QP
-//! it completed on, `Cqe::on_qp`), run the data path's step for it. (Not `#[inline]`:
+//! it completed on: `SlotCqe`, `RecvCqe`), run the data path's step for it. (Not `#[inline]`:
 //! inlined into the trampolines, they made the compiler take a command's start, its
 //! command read and its in-capsule list out of `handle_command`, for about 200 more
 //! instructions per I/O: Documentation/bench.md, "The eighth step".)

@@ -7,10 +7,10 @@
 //! (`container_of`) is written once, here, the way `kernel::workqueue` does it for work
 //! items: an object embeds a [`Cqe<Self, ID>`], declares the field with
 //! [`impl_has_cqe!`], and implements [`CqeHandler<ID>`]; an object with several kinds of
-//! work requests embeds one `Cqe` per kind, told apart by `ID`. An object that does not
-//! hold its connection (an SRQ's receive slots serve several) implements
-//! [`QpCqeHandler<ID>`] instead, and its handler gets the connection too: the handler of
-//! the [`super::CmId`] whose QP the request completed on, found here as well. An object
+//! work requests embeds one `Cqe` per kind, told apart by `ID`. The data path's entries get
+//! the connection too (the handler of the [`super::CmId`] whose QP the request completed
+//! on, found here as well: an object that does not hold its connection, like an SRQ's
+//! receive slot, serves several). An object
 //! whose state lives in a [`Slot`] handed to the device by [`super::slot::Owner::post`]
 //! ([`HasSlot`]) embeds [`SlotCqe<Self, ID>`]s instead and implements
 //! [`QpSlotHandler<ID>`]: the trampoline resumes the slot and passes its owner to the
@@ -40,18 +40,6 @@ pub(crate) trait CqeHandler<const ID: u64 = 0> {
     /// A work request that carried the object's `Cqe<Self, ID>` completed with `wc`.
     /// Runs in the CQ's poll context.
     fn done(&self, wc: &WorkCompletion);
-}
-
-/// The handler of the completions of the work requests that carry an object's
-/// [`Cqe<Self, ID>`] made with [`Cqe::on_qp`]: requests posted on the QPs of
-/// `CmId<Self::Connection>`s, whose handler (the connection) the completion reaches too.
-pub(crate) trait QpCqeHandler<const ID: u64 = 0> {
-    /// The CM handler of the ids on whose QPs the requests are posted.
-    type Connection: CmHandler;
-
-    /// A work request that carried the object's `Cqe<Self, ID>` completed with `wc` on a
-    /// QP of `connection` (borrowed from the id's `Arc`). Runs in the CQ's poll context.
-    fn done(&self, connection: ArcBorrow<'_, Self::Connection>, wc: &WorkCompletion);
 }
 
 /// The handler of the completions of the work requests that carry an object's
@@ -130,15 +118,13 @@ pub(crate) trait HasCqe<const ID: u64 = 0> {
 ///
 /// Whoever posts a work request with [`Cqe::as_raw`] as its `wr_cqe` uses an entry that
 /// [`Cqe::placed`] returned for a `T` (at `T::OFFSET` from it), and keeps the `T` alive and
-/// in place until the request's completion has run (or the QP is drained); for an entry
-/// made with [`Cqe::on_qp`], it posts the request only on a QP of a `CmId<T::Connection>`
-/// (or on an SRQ from which only such QPs take).
+/// in place until the request's completion has run (or the QP is drained). (A receive's
+/// entry, [`RecvCqe`], embeds one with a trampoline of its own.)
 ///
 /// # Invariants
 ///
-/// `cqe.done` is [`Cqe::run`] or [`Cqe::run_on_qp`] for this `T` and `ID`, or, for the
-/// entry of a [`RecvCqe<T, ID>`] (made by [`RecvCqe::new`] only), that receive entry's
-/// trampoline.
+/// `cqe.done` is [`Cqe::run`] for this `T` and `ID`, or, for the entry of a
+/// [`RecvCqe<T, ID>`] (made by [`RecvCqe::new`] only), that receive entry's trampoline.
 #[repr(transparent)]
 pub(crate) struct Cqe<T, const ID: u64 = 0> {
     cqe: Opaque<bindings::ib_cqe>,
@@ -219,42 +205,6 @@ impl<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64> Cqe<T, ID> {
         // section).
         let (owner, wc) = unsafe { (Self::owner(wc), &*wc) };
         owner.done(&WorkCompletion::from_raw(wc));
-    }
-}
-
-impl<T: HasCqe<ID> + QpCqeHandler<ID>, const ID: u64> Cqe<T, ID> {
-    /// An entry whose completions run `T`'s handler `ID` with the connection of the QP the
-    /// request completed on (posted only on QPs of `CmId<T::Connection>`s: see the type's
-    /// documentation).
-    pub(crate) fn on_qp() -> Self {
-        // INVARIANT: `done` is `run_on_qp` for `T` and `ID`.
-        Self {
-            cqe: Opaque::new(bindings::ib_cqe {
-                done: Some(Self::run_on_qp),
-            }),
-            _owner: PhantomData,
-        }
-    }
-
-    /// The completion callback the RDMA core calls, for entries made with [`Cqe::on_qp`].
-    ///
-    /// # Safety
-    ///
-    /// As for [`Cqe::run`]; and the request was posted on a QP of a `CmId<T::Connection>`
-    /// (the poster's promise, see the type's documentation), which drains it (running this
-    /// completion first) before it lets its handler go.
-    unsafe extern "C" fn run_on_qp(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-        // SAFETY: as in `run`.
-        let (owner, wc) = unsafe { (Self::owner(wc), &*wc) };
-        if wc.qp.is_null() {
-            // (rxe and siw name the QP on every completion, flushes included)
-            pr_warn!("a work completion names no QP; its handler does not run\n");
-            return;
-        }
-        // SAFETY: the QP is a `CmId<T::Connection>`'s, alive with its handler while its
-        // completions run (the function's safety section).
-        let connection = unsafe { CmId::<T::Connection>::handler_of_qp(wc.qp) };
-        owner.done(connection, &WorkCompletion::from_raw(wc));
     }
 }
 

@@ -58,7 +58,7 @@ pub(crate) use cm::{
 #[allow(unused_imports)]
 pub(crate) use cq::{Cq, PollContext};
 #[allow(unused_imports)]
-pub(crate) use cqe::{Cqe, CqeHandler, QpCqeHandler};
+pub(crate) use cqe::{Cqe, CqeHandler};
 #[allow(unused_imports)]
 pub(crate) use device::Device;
 #[allow(unused_imports)]

@@ -124,8 +124,7 @@ impl QpGate {
     ///
     /// `first` and the requests it links to are valid for the call; the completion entry
     /// each carries, and the memory it points to, stay alive and in place until its
-    /// completion ran or the QP was drained; an entry made with [`super::Cqe::on_qp`], or a
-    /// [`super::cqe::SlotCqe`], lives where the QP's completions find it (the handler of
+    /// completion ran or the QP was drained; a [`super::cqe::SlotCqe`] lives where the QP's completions find it (the handler of
     /// the id that owns the QP, whose type is the entry's handler's `Connection`); a
     /// `SlotCqe` is carried only by requests posted from its object's slot
     /// ([`super::slot::Owner::post`]), last in their chain.

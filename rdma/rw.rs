@@ -91,8 +91,8 @@ struct Mapping<S> {
 /// # Invariants
 ///
 /// The owners of the entries (if any) stay alive and in place as long as the QP can
-/// complete requests (until it was drained), and, for entries made with [`super::Cqe::on_qp`],
-/// live in the handler of the id that owns the QP.
+/// complete requests (until it was drained), and live in the handler of the id that owns
+/// the QP (they are [`super::cqe::SlotCqe`]s, whose completions find it).
 pub(crate) struct RwBinding {
     qp: QpHandle,
     completions: Option<(*mut bindings::ib_cqe, *mut bindings::ib_cqe)>,

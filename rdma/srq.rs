@@ -6,7 +6,7 @@
 //! An SRQ owns what its receives land in ([`Srq::contents`]: the slots with their
 //! completion entries and buffers), so that they outlive every receive it holds: it is
 //! destroyed (and its receives discarded) before they are freed. Its receives complete on
-//! the QPs that take them, whose handler the completion finds (`Cqe::on_qp`): only QPs
+//! the QPs that take them, whose handler the completion finds (`RecvCqe`): only QPs
 //! of the ids whose handler is the slots' connection type take from it
 //! ([`super::CmId::create_qp_on_srq`]).
 

@@ -272,7 +272,7 @@ impl<T: CmHandler> CmId<T> {
     }
 
     /// The handler of the id that owns `qp`: for completions that do not say which
-    /// connection they belong to (receives taken from an SRQ; see `Cqe::on_qp`).
+    /// connection they belong to (receives taken from an SRQ; see `RecvCqe` and `SlotCqe`).
     ///
     /// # Safety
     ///

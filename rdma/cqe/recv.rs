@@ -213,8 +213,8 @@ pub(crate) trait HasRecvCqe<const ID: u64 = 0> {
 /// completions mint the receive's [`Received`] and run `T`'s [`QpRecvHandler<ID>`].
 ///
 /// Only a [`RecvWr`] carries it (made by [`CmId::recv_wr`] or [`super::super::Srq::recv_wr`],
-/// which bind it: one `RecvWr` per entry); the posting rules are those of [`Cqe`] for an
-/// entry made with [`Cqe::on_qp`].
+/// which bind it: one `RecvWr` per entry), posted only on a QP of a `CmId<T::Connection>`
+/// (or on an SRQ that only such QPs take from), where its completion finds the connection.
 ///
 /// # Invariants
 ///

@@ -176,9 +176,8 @@ pub(in crate::rdma) enum PostTarget {
 /// [`super::super::cqe::SlotCqe::placed`]). The object, with its entry, and the memory `sges`
 /// name (mapped for the device of `on`), stay alive and in place as long as requests
 /// posted on `on` can complete (until the QP was drained, or the SRQ destroyed); an entry
-/// made with
-/// [`super::super::Cqe::on_qp`] lives where the completions on `on` find it: in the handler of the CM id
-/// that owns the QP, or in an SRQ that only QPs of such ids use. `inline`: the first entry
+/// (a [`super::super::cqe::SlotCqe`] or a [`super::super::cqe::RecvCqe`]) lives where the
+/// completions on `on` find it: in the handler of the CM id that owns the QP, or in an SRQ that only QPs of such ids use. `inline`: the first entry
 /// is a CPU address, for a send posted with `IB_SEND_INLINE`. `recv` is set exactly when
 /// the entry is a [`super::super::cqe::RecvCqe`]'s, and is then that entry's receive state.
 pub(crate) struct BoundRequest {
