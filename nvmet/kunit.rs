@@ -20,7 +20,7 @@ mod binding {
         workqueue::flush_nvmet_workqueue,
         EnabledPort, HasRequest, PortConfig, SqCq,
     };
-    use crate::rdma::{cqe::impl_has_slot, slot::Slot};
+    use crate::rdma::{cqe::impl_has_slot, kernel_gaps::slot::Slot};
     use core::{mem::offset_of, ptr::NonNull};
     use kernel::{prelude::*, sync::Arc};
 

@@ -20,12 +20,12 @@ use super::{
 };
 use crate::rdma::{
     cqe::{placed_slot, HasSlot},
+    kernel_gaps::slot::{Owner, Slot, CORE_TAG},
     sgl::PageSgl,
-    slot::{Owner, Slot, CORE_TAG},
     DmaBuf,
 };
 // The request's queue pointer is a `core` atomic, as the slot's state is (see
-// `rdma/slot.rs`): the kernel crate's go through out-of-line helpers on this kernel, on
+// `rdma/kernel_gaps/slot.rs`): the kernel crate's go through out-of-line helpers on this kernel, on
 // every command. `queue_response` swaps it out; `uninit` clears it.
 use core::{
     ptr,
@@ -480,7 +480,7 @@ impl Request {
 // at a time (the hand-over protocol above).
 unsafe impl Send for Request {}
 
-/// The state of a transport's slot ([`crate::rdma::slot::Slot`]) that embeds the request
+/// The state of a transport's slot ([`crate::rdma::kernel_gaps::slot::Slot`]) that embeds the request
 /// of the slot's command: the request's hand-overs take the slot's owner, since the core
 /// may give the request back (`queue_response`) before they return. Implemented by
 /// [`impl_has_request!`].
@@ -536,7 +536,7 @@ pub(super) unsafe fn object_of<'a, R: HasRequest>(req: *mut bindings::nvmet_req)
 }
 
 /// Declares that a transport object embeds its [`Request`] in the named field of the state
-/// of a [`crate::rdma::slot::Slot`] field (whose owner reaches it).
+/// of a [`crate::rdma::kernel_gaps::slot::Slot`] field (whose owner reaches it).
 ///
 /// ```ignore
 /// impl_has_request!(RspSlot, state: RspState, req);
@@ -557,7 +557,7 @@ macro_rules! impl_has_request {
                 let _: fn(&$inner) -> *const $crate::nvmet::request::Request =
                     |inner| &raw const inner.$field;
                 <$container as $crate::rdma::cqe::HasSlot>::SLOT_OFFSET
-                    + $crate::rdma::slot::Slot::<$inner>::value_offset()
+                    + $crate::rdma::kernel_gaps::slot::Slot::<$inner>::value_offset()
                     + ::core::mem::offset_of!($inner, $field)
             };
         }

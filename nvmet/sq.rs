@@ -5,7 +5,7 @@
 //! the queue that embeds it.
 
 use super::{bindings, CtrlId, PortHold};
-// The kept queue's address is a `core` atomic, as the slot's state is (see `rdma/slot.rs`):
+// The kept queue's address is a `core` atomic, as the slot's state is (see `rdma/kernel_gaps/slot.rs`):
 // every command's start reads it.
 use core::{
     any::TypeId,

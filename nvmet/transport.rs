@@ -7,7 +7,7 @@
 use super::{bindings, port, Ctrl, CtrlId, HasRequest, HasSqCq, PortConfig};
 use crate::rdma::{
     cqe::{placed_slot, HasSlot},
-    slot::{Owner, CORE_TAG},
+    kernel_gaps::slot::{Owner, CORE_TAG},
 };
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{

@@ -38,9 +38,9 @@ use crate::nvmet::{
 };
 use crate::rdma::{
     cqe::{impl_has_slot_cqe, QpRecvHandler, QpSlotHandler, Received, SlotCqe},
+    kernel_gaps::slot::{Owner, Slot, Tag},
     qp_handle::{QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
-    slot::{Owner, Slot, Tag},
     CmHandler, CmId, DmaBuf,
 };
 use crate::recv::{CmdSlot, RecvSlots, SharedSlots};

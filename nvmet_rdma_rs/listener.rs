@@ -121,11 +121,12 @@ impl PortListener {
         pr_info!("disabling port {} ({})\n", port.id(), port.address());
     }
 
-    /// Cancels a queued repair, or waits for a running one; after it, the repair cannot be
-    /// queued again. A retry queued with a delay would otherwise keep the port until it
-    /// ran.
+    /// Runs a pending repair now (it finds the port disabled and returns) and waits for
+    /// any running one; after it, no repair is queued again: `disable` set `disabled`, and
+    /// a repair queues its retry only under the lock that flag is read under. A retry
+    /// queued with a delay would otherwise keep the port until it ran.
     fn cancel_repair(self: &Arc<Self>) {
-        crate::rdma::workqueue::disable_delayed_work(self);
+        crate::rdma::kernel_gaps::workqueue::flush_delayed_work(self);
     }
 
     /// The port.
@@ -145,11 +146,8 @@ impl CmHandler for Listener {
                     listener.port.id(),
                     kind
                 );
-                let _ = listener
-                    .target
-                    .workqueue()
-                    .queue()
-                    .enqueue_delayed(listener.clone(), 0);
+                // (on the system queue, which is never destroyed: `disable` flushes it)
+                let _ = kernel::workqueue::system().enqueue_delayed(listener.clone(), 0);
             }
             kind => pr_info!("port {}: listener event {:?}\n", this.port.port.id(), kind),
         }
@@ -221,10 +219,11 @@ impl WorkItem for PortListener {
                         REPAIR_RETRY_MS / 1000
                     );
                 }
+                // No worker sleeps meanwhile. Queued under the lock, so that `disable`,
+                // which sets `disabled` under it and then flushes, sees this retry.
+                let _ = kernel::workqueue::system()
+                    .enqueue_delayed(this.clone(), msecs_to_jiffies(REPAIR_RETRY_MS));
                 drop(slot);
-                // No worker sleeps meanwhile; `disable` cancels the retry.
-                let queue = this.target.workqueue().queue();
-                let _ = queue.enqueue_delayed(this.clone(), msecs_to_jiffies(REPAIR_RETRY_MS));
             }
         }
     }

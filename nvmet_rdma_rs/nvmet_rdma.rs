@@ -67,8 +67,8 @@ module! {
 
 // The shared receive queues' parameters (`srq`, which reads them): here, where `unsafe` is
 // allowed for their registration.
-rdma::param::bool_param!(use_srq, false, "Use shared receive queue.");
-rdma::param::int_param_at_least!(
+rdma::kernel_gaps::param::bool_param!(use_srq, false, "Use shared receive queue.");
+rdma::kernel_gaps::param::int_param_at_least!(
     srq_size,
     1024,
     256,

@@ -54,7 +54,7 @@ pub(crate) struct Queue {
     #[pin]
     lifecycle: Lifecycle<Queue, CmId<Queue>>,
     /// Buffers and work request contexts, set up once before the accept (read on every
-    /// completion: a `PublishOnce`, see `rdma/once.rs`).
+    /// completion: a `PublishOnce`, see `rdma/kernel_gaps/once.rs`).
     io: PublishOnce<Io>,
     /// Free response slots and waiting commands; filled at setup.
     #[pin]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The transport's global state: its ports, its queues, and the workqueue their
-//! listeners' repairs run on. The nvmet core's callbacks find it through [`Target::get`].
+//! The transport's global state: its ports and its queues. The nvmet core's callbacks
+//! find it through [`Target::get`].
 //!
 //! It sits below the ports' listeners and the queues, which hold it: it knows a queue
 //! only through [`ListedQueue`].
@@ -10,7 +10,7 @@
 
 use crate::nvmet::{global, CtrlId, OpsRef};
 use crate::port::{Port, BACKLOG};
-use crate::rdma::{Device, OwnedQueue, SocketAddr};
+use crate::rdma::{Device, SocketAddr};
 use crate::recv::SharedSlots;
 use crate::srq::SrqSet;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
@@ -61,7 +61,6 @@ pub(crate) struct Target {
     removing: [AtomicUsize; 4],
     removing_any: AtomicUsize,
     next_queue: AtomicU32,
-    workqueue: OwnedQueue,
     /// The transport's ops table, for starting requests (registered until unload).
     ops: OpsRef<NvmetRdma>,
 }
@@ -70,7 +69,6 @@ impl Target {
     /// Creates the state for the transport with ops table `ops` and makes it what
     /// [`Target::get`] finds.
     pub(crate) fn install(ops: OpsRef<NvmetRdma>) -> Result<Arc<Self>> {
-        let workqueue = OwnedQueue::new(c"nvmet_rdma_rs")?;
         let target = Arc::pin_init(
             pin_init!(Self {
                 ports <- new_mutex!(KVec::new()),
@@ -80,7 +78,6 @@ impl Target {
                 removing: Default::default(),
                 removing_any: AtomicUsize::new(0),
                 next_queue: AtomicU32::new(1),
-                workqueue,
                 ops,
             }),
             GFP_KERNEL,
@@ -102,11 +99,6 @@ impl Target {
     /// The transport's ops table.
     pub(crate) fn ops(&self) -> OpsRef<NvmetRdma> {
         self.ops
-    }
-
-    /// The workqueue for the listeners' repairs.
-    pub(crate) fn workqueue(&self) -> &OwnedQueue {
-        &self.workqueue
     }
 
     /// A number for a new queue (its name in logs and debugfs).
@@ -267,7 +259,8 @@ impl Target {
             self.emptied.wait(&mut queues);
         }
         drop(queues);
-        self.workqueue.drain();
+        // (no listener's repair is left: the core disabled every port, each flushing its
+        // repair, before it let the module go)
         // The last releases may still be finishing there.
         crate::nvmet::workqueue::flush_nvmet_workqueue();
     }

@@ -11,7 +11,7 @@
 //! the connection too (the handler of the [`super::CmId`] whose QP the request completed
 //! on, found here as well: an object that does not hold its connection, like an SRQ's
 //! receive slot, serves several). An object
-//! whose state lives in a [`Slot`] handed to the device by [`super::slot::Owner::post`]
+//! whose state lives in a [`Slot`] handed to the device by [`super::slot_post::Owner::post`]
 //! ([`HasSlot`]) embeds [`SlotCqe<Self, ID>`]s instead and implements
 //! [`QpSlotHandler<ID>`]: the trampoline resumes the slot and passes its owner to the
 //! handler, the only way back from the device. A receive's entry is a [`RecvCqe`], whose
@@ -22,7 +22,7 @@
 
 use super::{
     bindings,
-    slot::{Owner, Slot},
+    kernel_gaps::slot::{Owner, Slot},
     CmHandler, CmId, WorkCompletion,
 };
 use core::{marker::PhantomData, ptr};
@@ -44,7 +44,7 @@ pub(crate) trait CqeHandler<const ID: u64 = 0> {
 
 /// The handler of the completions of the work requests that carry an object's
 /// [`SlotCqe<Self, ID>`]: requests posted from the object's slot
-/// ([`super::slot::Owner::post`]) on the QPs of `CmId<Self::Connection>`s.
+/// ([`super::slot_post::Owner::post`]) on the QPs of `CmId<Self::Connection>`s.
 pub(crate) trait QpSlotHandler<const ID: u64 = 0>: HasSlot {
     /// The CM handler of the ids on whose QPs the requests are posted.
     type Connection: CmHandler;
@@ -80,7 +80,7 @@ pub(crate) trait HasSlot {
 /// `object`'s slot, if [`HasSlot::slot`] returns one at `S::SLOT_OFFSET` from `object`;
 /// `None` otherwise, with one log line. The slot is borrowed from the object, so the one
 /// found at that address lives there, in place, as long as the object: the layer checks
-/// where it binds the object's requests to the slot ([`super::slot::Resumes::of`]) and
+/// where it binds the object's requests to the slot ([`super::slot_post::Resumes::of`]) and
 /// again where their completion resumes it, and so resumes the slot it bound.
 pub(crate) fn placed_slot<S: HasSlot>(object: &S) -> Option<&Slot<S::State>> {
     let slot = object.slot();
@@ -226,7 +226,7 @@ pub(crate) trait HasSlotCqe<const ID: u64 = 0>: HasSlot {
 
 /// An `ib_cqe` embedded in a `T` whose completions resume `T`'s [`Slot`] and run `T`'s
 /// [`QpSlotHandler<ID>`] with the slot's owner: the entry of the send requests a slot
-/// posts ([`super::slot::Owner::post`]).
+/// posts ([`super::slot_post::Owner::post`]).
 ///
 /// A type of its own, not a [`Cqe`]: the layer binds it only to send requests posted from
 /// the slot (`CmId::send_wr`, `CmId::rw_binding`, which take `S: HasSlotCqe<ID>`), never
@@ -273,7 +273,7 @@ impl<T: HasSlotCqe<ID>, const ID: u64> SlotCqe<T, ID> {
 impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
     /// An entry whose completions resume `T`'s slot and run `T`'s handler `ID`.
     pub(crate) fn new() -> Self {
-        const { assert!(ID <= super::slot::MAX_COMPLETION_TAG) };
+        const { assert!(ID <= super::kernel_gaps::slot::MAX_COMPLETION_TAG) };
         // INVARIANT: `done` is `run` for `T` and `ID`.
         Self {
             cqe: Opaque::new(bindings::ib_cqe {
@@ -324,7 +324,7 @@ impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
             // (`placed_slot` found it there then and now; borrowed from the object, it is
             // the same slot). Its requests are done (a send queue completes in order, and
             // the entry is on the chain's last request).
-            unsafe { slot.resume(ID as super::slot::Tag) }
+            unsafe { slot.resume(ID as super::kernel_gaps::slot::Tag) }
         });
         object.done(connection, owner, &WorkCompletion::from_raw(wc));
     }
@@ -369,12 +369,12 @@ macro_rules! impl_has_slot {
             type State = $state;
             const SLOT_OFFSET: usize = {
                 // (raw pointers: a reference would also accept a field that derefs to one)
-                let _: fn(&$owner) -> *const $crate::rdma::slot::Slot<$state> =
+                let _: fn(&$owner) -> *const $crate::rdma::kernel_gaps::slot::Slot<$state> =
                     |owner| &raw const owner.$field;
                 ::core::mem::offset_of!($owner, $field)
             };
 
-            fn slot(&self) -> &$crate::rdma::slot::Slot<$state> {
+            fn slot(&self) -> &$crate::rdma::kernel_gaps::slot::Slot<$state> {
                 &self.$field
             }
         }

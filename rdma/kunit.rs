@@ -130,7 +130,7 @@ mod completion_dispatch {
     };
     use crate::rdma::{
         cqe::{impl_has_cqe, impl_has_slot, placed_slot, HasCqe, HasSlot},
-        slot::Slot,
+        kernel_gaps::slot::Slot,
         Cqe, CqeHandler, WorkCompletion,
     };
     use core::{
@@ -304,7 +304,7 @@ mod completion_dispatch {
 
 #[kunit_tests(rdma_rs_slot_handoff)]
 mod slot_handoff {
-    use crate::rdma::slot::{Ended, Slot};
+    use crate::rdma::kernel_gaps::slot::{Ended, Slot};
 
     #[test]
     fn one_owner_at_a_time() {

@@ -27,24 +27,21 @@ pub(crate) mod client;
 pub(crate) mod cm;
 pub(crate) mod cq;
 pub(crate) mod cqe;
-pub(crate) mod debugfs_check;
 pub(crate) mod device;
 pub(crate) mod device_log;
 pub(crate) mod dma;
+pub(crate) mod kernel_gaps;
 pub(crate) mod lifecycle;
 pub(crate) mod mr;
-pub(crate) mod once;
-pub(crate) mod param;
 pub(crate) mod pd;
 pub(crate) mod qp;
 pub(crate) mod qp_handle;
 pub(crate) mod rw;
 pub(crate) mod sgl;
 pub(crate) mod signature;
-pub(crate) mod slot;
+pub(crate) mod slot_post;
 pub(crate) mod srq;
 pub(crate) mod wc;
-pub(crate) mod workqueue;
 
 // Each module uses a different part of the layer, so some re-exports go unused.
 #[allow(unused_imports)]
@@ -66,9 +63,11 @@ pub(crate) use device_log::DeviceLog;
 #[allow(unused_imports)]
 pub(crate) use dma::DmaBuf;
 #[allow(unused_imports)]
-pub(crate) use mr::{access, Mr};
+pub(crate) use kernel_gaps::once::PublishOnce;
 #[allow(unused_imports)]
-pub(crate) use once::PublishOnce;
+pub(crate) use kernel_gaps::workqueue::OwnedQueue;
+#[allow(unused_imports)]
+pub(crate) use mr::{access, Mr};
 #[allow(unused_imports)]
 pub(crate) use pd::{GlobalRkeyOptIn, GlobalRkeyParam, Pd};
 #[allow(unused_imports)]
@@ -77,8 +76,6 @@ pub(crate) use qp::{Local, Qp, RemoteBuf, SendOp};
 pub(crate) use srq::Srq;
 #[allow(unused_imports)]
 pub(crate) use wc::WorkCompletion;
-#[allow(unused_imports)]
-pub(crate) use workqueue::OwnedQueue;
 
 use core::ptr::NonNull;
 use kernel::prelude::*;

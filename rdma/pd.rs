@@ -2,7 +2,7 @@
 
 //! Protection domains (`struct ib_pd`).
 
-use super::{bindings, param::BoolParam, Device};
+use super::{bindings, kernel_gaps::param::BoolParam, Device};
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc};
 

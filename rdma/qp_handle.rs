@@ -127,7 +127,7 @@ impl QpGate {
     /// completion ran or the QP was drained; a [`super::cqe::SlotCqe`] lives where the QP's completions find it (the handler of
     /// the id that owns the QP, whose type is the entry's handler's `Connection`); a
     /// `SlotCqe` is carried only by requests posted from its object's slot
-    /// ([`super::slot::Owner::post`]), last in their chain.
+    /// ([`super::slot_post::Owner::post`]), last in their chain.
     pub(super) unsafe fn post_send(
         &self,
         first: *const bindings::ib_send_wr,
@@ -233,7 +233,7 @@ impl QpHandle {
     }
 
     /// The gate the handle passes, for posting prepared chains
-    /// ([`super::slot::Owner::post`]).
+    /// ([`super::slot_post::Owner::post`]).
     pub(super) fn gate(&self) -> &QpGate {
         &self.gate
     }

@@ -10,19 +10,28 @@
 //! [`RwCtx::destroy`] gives them back, so they cannot be freed while the device may still
 //! reach them.
 //!
+//! The context's binding to its QP and entries is in `rw/binding.rs`; what shows a
+//! transfer over (its completion, or a drained QP) in `rw/end.rs`.
+//!
 //! C header: [`include/rdma/rw.h`].
 //!
 //! [`include/rdma/rw.h`]: srctree/include/rdma/rw.h
 
 use super::{
     bindings,
-    qp_handle::{BoundRequest, QpHandle, SendWr},
+    qp_handle::{QpHandle, SendWr},
     signature::{SigAttrs, SigError},
-    slot::{Ended, Prepared, Resumes},
-    Device, WorkCompletion,
+    slot_post::{Prepared, Resumes},
+    Device,
 };
-use core::{marker::PhantomData, pin::Pin, ptr};
+use core::{pin::Pin, ptr};
 use kernel::{dma::DataDirection, prelude::*, types::Opaque};
+
+mod binding;
+mod end;
+
+pub(crate) use binding::RwBinding;
+pub(crate) use end::{Drained, TransferEnd};
 
 /// Scatterlists a transfer maps: its data and, for a transfer with T10-PI, the protection
 /// information.
@@ -84,53 +93,6 @@ struct Mapping<S> {
     signature: bool,
 }
 
-/// The QP a context maps its transfers for, and the completion entries of the transfers
-/// it posts alone there, by direction; made by the CM id that owns the QP
-/// ([`super::CmId::rw_binding`]).
-///
-/// # Invariants
-///
-/// The owners of the entries (if any) stay alive and in place as long as the QP can
-/// complete requests (until it was drained), and live in the handler of the id that owns
-/// the QP (they are [`super::cqe::SlotCqe`]s, whose completions find it).
-pub(crate) struct RwBinding {
-    qp: QpHandle,
-    completions: Option<(*mut bindings::ib_cqe, *mut bindings::ib_cqe)>,
-    /// What the completions on the two entries resume.
-    resumes: (Option<Resumes>, Option<Resumes>),
-}
-
-impl RwBinding {
-    /// A binding to the QP both entries are bound to, whose transfers posted alone
-    /// complete on `from_remote` (READs) and `to_remote` (WRITEs). `EINVAL` unless both are
-    /// bound to the same QP.
-    pub(super) fn new(from_remote: BoundRequest, to_remote: BoundRequest) -> Result<Self> {
-        let (Some(qp), Some(other)) = (from_remote.qp(), to_remote.qp()) else {
-            return Err(EINVAL);
-        };
-        if !qp.same_qp(other) || from_remote.is_receive() || to_remote.is_receive() {
-            return Err(EINVAL);
-        }
-        // INVARIANT: both entries outlive the requests posted on `qp` (`BoundRequest`).
-        Ok(Self {
-            qp: qp.clone(),
-            completions: Some((from_remote.cqe(), to_remote.cqe())),
-            resumes: (from_remote.resumes(), to_remote.resumes()),
-        })
-    }
-
-    /// A binding to `qp` for a context that only posts through [`RwCtx::wrs`], with the
-    /// caller's entries (the layer's records).
-    pub(super) fn without_completions(qp: QpHandle) -> Self {
-        // INVARIANT: no entries.
-        Self {
-            qp,
-            completions: None,
-            resumes: (None, None),
-        }
-    }
-}
-
 /// An `rdma_rw_ctx`: one transfer between local scatterlists and a remote buffer.
 ///
 /// Pinned: a context of one SGE points into itself once initialised. Made once per slot
@@ -158,72 +120,6 @@ pub(crate) struct RwCtx<S: SgLists> {
     posted: bool,
     ends_with: usize,
     binding: Option<RwBinding>,
-}
-
-/// What shows that a mapped transfer's work requests are done, for [`RwCtx::destroy`].
-pub(crate) enum TransferEnd<'a> {
-    /// The transfer was not posted.
-    NotPosted,
-    /// A completion of the entry the context's post ended with, on its QP: the
-    /// transfer's own completion, or that of the SEND it was chained before. (Requests on
-    /// a send queue complete in order, so all of the post's are done.) The completion
-    /// names the entry, not the post; what ties it to the post is that nothing else can
-    /// reach a posted context: a context is posted only from a slot's state
-    /// ([`super::slot::Owner::post`], whose requests resume only that slot), and that
-    /// state is reached again only through the owner the post's own completion resumes
-    /// ([`super::cqe::QpSlotHandler`]); a [`WorkCompletion`] is lent to its handler call
-    /// only. So a completion presented here with a context still in flight is never the
-    /// context's own, and the check refuses it.
-    Completed(&'a WorkCompletion),
-    /// The transfer's QP was drained.
-    Drained(&'a Drained<'a>),
-}
-
-/// Shows that a QP was drained ([`super::CmId::shut_down`]): every work request posted on
-/// it before is done. It borrows the id, so it cannot outlive the QP (and name another QP
-/// made later at the same address).
-///
-/// # Invariants
-///
-/// `qp` is 0, or the address of a QP that was drained and lives for `'a`.
-pub(crate) struct Drained<'a> {
-    /// The QP's address (only compared); 0 if the id had none.
-    qp: usize,
-    _id: PhantomData<&'a ()>,
-}
-
-impl<'a> Drained<'a> {
-    /// The drain of the QP at `qp`.
-    ///
-    /// # Safety
-    ///
-    /// The QP at `qp` was drained (every request posted on it completed, and posting on
-    /// it is closed), and it lives for `'a`.
-    pub(super) unsafe fn new(qp: usize) -> Self {
-        // INVARIANT: the caller's promise.
-        Self {
-            qp,
-            _id: PhantomData,
-        }
-    }
-
-    /// The drain of an id without a QP: it shows nothing over.
-    pub(super) fn no_qp() -> Self {
-        Self {
-            qp: 0,
-            _id: PhantomData,
-        }
-    }
-
-    /// What the drain shows over: the QP's completions, which resumed the slots whose
-    /// requests were posted on it ([`super::slot::Owner::post`]); `None` if the id had no
-    /// QP.
-    pub(crate) fn ended(&self) -> Option<Ended<'a>> {
-        // SAFETY: the QP was drained: every request posted on it completed (flushed if need
-        // be), and nothing is posted on it any more (its gate is closed), while the id it
-        // borrows lives.
-        unsafe { Ended::new(self.qp) }
-    }
 }
 
 // SAFETY: the context is used only through `&mut` (or `Drop`); the C side touches it only
@@ -396,7 +292,7 @@ impl<S: SgLists> RwCtx<S> {
         Ok((first, qp, &mut this.posted))
     }
 
-    /// The mapped transfer alone, ready to post ([`super::slot::Owner::post`]); its
+    /// The mapped transfer alone, ready to post ([`super::slot_post::Owner::post`]); its
     /// completion runs the handler of the entry the binding names for its direction. `EINVAL` if nothing is mapped or no entries were named, `EBUSY` if the
     /// transfer was posted already.
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {

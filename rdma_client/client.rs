@@ -33,7 +33,10 @@ use kernel::{
     sync::Arc,
     uaccess::UserSliceReader,
 };
-use rdma::{debugfs_check, ClientRegistration, DeviceLog, GlobalRkeyOptIn, IbClient, SocketAddr};
+use rdma::{
+    kernel_gaps::debugfs_check, ClientRegistration, DeviceLog, GlobalRkeyOptIn, IbClient,
+    SocketAddr,
+};
 use session::Session;
 
 module! {
@@ -55,13 +58,13 @@ module! {
     },
 }
 
-rdma::param::string_param!(
+rdma::kernel_gaps::param::string_param!(
     server,
     64,
     "",
     "server IPv4 or IPv6 address (empty: connect later through ctl)"
 );
-rdma::param::global_rkey_param!(
+rdma::kernel_gaps::param::global_rkey_param!(
     unsafe_global_rkey,
     "1: give the PD the device-wide DMA rkey, for ping mem_mode=dma (exposes all memory)"
 );

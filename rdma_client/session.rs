@@ -405,7 +405,7 @@ impl Session {
         );
         link.id.shut_down();
         this.inbox.lock().disconnected = true;
-        let _ = this.queue.queue().enqueue(this.clone());
+        let _ = this.queue.enqueue(this.clone());
     }
 
     fn exchange(this: &Arc<Self>, link: &Link, text: &[u8]) -> Result {
@@ -535,7 +535,7 @@ impl CmHandler for Session {
                     inbox.cm_closed = true;
                 }
                 let this: Arc<Self> = this.into();
-                let _ = this.queue.queue().enqueue(this.clone());
+                let _ = this.queue.enqueue(this.clone());
             }
             CmEventKind::Rejected => {
                 pr_err!(

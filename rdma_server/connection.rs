@@ -63,8 +63,8 @@ impl Shared {
     }
 
     /// The server's workqueue (drained by [`Shared::close_all`]).
-    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
-        self.queue.queue()
+    pub(crate) fn queue(&self) -> &OwnedQueue {
+        &self.queue
     }
 
     /// debugfs `connections`: one line per connection.
@@ -518,7 +518,7 @@ impl Accepted for Connection {
 
     fn queue_release(this: Arc<Self>) {
         // (The queue lives in `shared`, which `this` holds: a clone goes to the queue.)
-        let _ = this.shared.queue.queue().enqueue(this.clone());
+        let _ = this.shared.queue.enqueue(this.clone());
     }
 
     /// Releases everything: QP (drained), CQ, PD, buffers, the id; then leaves the list.

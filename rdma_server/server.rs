@@ -52,7 +52,7 @@ module! {
     },
 }
 
-rdma::param::string_param!(
+rdma::kernel_gaps::param::string_param!(
     addr,
     64,
     "",

@@ -9,7 +9,7 @@
 
 use super::{free_data, free_rw, handle_command, Connection, Io, RspOwner, RspSlot, RspState};
 use crate::nvmet::Request;
-use crate::rdma::{cqe::Received, rw::TransferEnd, slot::Prepared, WorkCompletion};
+use crate::rdma::{cqe::Received, rw::TransferEnd, slot_post::Prepared, WorkCompletion};
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{prelude::*, sync::ArcBorrow};

@@ -301,7 +301,7 @@ impl<T: CmHandler> CmId<T> {
     /// A SEND on the QP of `len` bytes at `offset` of a buffer, whose completion resumes
     /// the slot of the object `place` finds in this id's handler and runs its handler `ID`
     /// (`ENOENT` if it finds none): it is posted from that slot
-    /// ([`super::super::slot::Owner::post`]), with the buffer. `inline`: the provider
+    /// ([`super::super::slot_post::Owner::post`]), with the buffer. `inline`: the provider
     /// copies the bytes when the SEND is posted (only for as many bytes as the QP takes
     /// inline: [`CmId::max_inline_data`]). `ENOTCONN` before the QP exists, `EINVAL` past
     /// the end of the buffer or for one mapped for another device.

@@ -50,7 +50,7 @@ const UNBOUND: u64 = 0;
 /// The bit set in a bound receive's state while it is posted.
 const POSTED: u64 = 1;
 
-/// The identity of the next receive bound (`core` atomic: see `rdma/slot.rs`).
+/// The identity of the next receive bound (`core` atomic: see `rdma/kernel_gaps/slot.rs`).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The buffers of a receive, given back by its completion: the receive is not posted

@@ -8,7 +8,7 @@
 use super::super::{
     bindings,
     cqe::{HasRecvCqe, HasSlotCqe, Received, RecvCqe, RecvState, SlotCqe},
-    slot::{Prepared, Resumes},
+    slot_post::{Prepared, Resumes},
     DmaBuf,
 };
 use super::QpHandle;
@@ -113,7 +113,7 @@ impl SendWr {
         &mut self.wr
     }
 
-    /// The SEND alone, ready to post on its QP ([`super::super::slot::Owner::post`]).
+    /// The SEND alone, ready to post on its QP ([`super::super::slot_post::Owner::post`]).
     pub(crate) fn prepare(&mut self) -> Prepared<'_> {
         let first = self.as_ptr();
         // SAFETY: the request is valid, lives in what `self` borrows, and is for `qp`

@@ -3,8 +3,8 @@
 
 /// Posts a slot's SEND but names its own tag for the completion that resumes it.
 fn post_under_a_tag_of_its_choice(
-    owner: crate::rdma::slot::Owner<'_, crate::rdma::qp_handle::SendWr>,
-    tag: crate::rdma::slot::Tag,
+    owner: crate::rdma::kernel_gaps::slot::Owner<'_, crate::rdma::qp_handle::SendWr>,
+    tag: crate::rdma::kernel_gaps::slot::Tag,
 ) {
     let _ = owner.post(tag, |send| Ok(send.prepare()));
 }

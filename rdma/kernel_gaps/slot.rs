@@ -35,7 +35,6 @@
 //! // completion gets `None`.
 //! ```
 
-use super::{bindings, qp_handle::QpHandle};
 // `core` atomics, not the kernel crate's: on this kernel those are out-of-line C helpers
 // (`rust_helper_atomic_*`, and `AtomicRepr::as_ptr`), 76 instructions per 4 KiB I/O in
 // vmlinux, with the calls to them, on the slots' changes alone (Documentation/bench.md);
@@ -46,13 +45,11 @@ use core::{
     cell::UnsafeCell,
     marker::PhantomData,
     ops::{Deref, DerefMut},
-    ptr,
     sync::atomic::{
         AtomicU32, AtomicUsize,
         Ordering::{Acquire, Relaxed, Release},
     },
 };
-use kernel::prelude::*;
 
 /// Nobody owns the slot: [`Slot::claim`] takes it.
 const FREE: u32 = 0;
@@ -273,6 +270,40 @@ impl<T> Slot<T> {
         }
     }
 
+    /// The state, for [`Owner::post`] to prepare requests from (`rdma/slot_post.rs`):
+    /// reached only through the slot's owner (type invariant), which the caller holds.
+    pub(in crate::rdma) fn state_ptr(&self) -> *mut T {
+        self.value.get()
+    }
+
+    /// Ends a post that [`Owner::start_posting`] started, with something queued: the slot
+    /// now waits for event `tag`.
+    ///
+    /// # Safety
+    ///
+    /// The caller started the post, with `tag`, and has not ended it.
+    pub(in crate::rdma) unsafe fn posted(&self, tag: Tag) {
+        // INVARIANT: handed off to `tag`, with release.
+        self.state.store(awaiting(tag), Release);
+    }
+
+    /// Ends a post that [`Owner::start_posting`] started, with nothing queued: the owner
+    /// comes back.
+    ///
+    /// # Safety
+    ///
+    /// The caller started the post and has not ended it, and nothing was queued, so no
+    /// event will resume the slot.
+    pub(in crate::rdma) unsafe fn post_refused(&self) -> Owner<'_, T> {
+        // INVARIANT: nothing was posted and nobody took the slot while it was posting: the
+        // owner comes back.
+        self.state.store(OWNED, Relaxed);
+        Owner {
+            slot: self,
+            _not_send: PhantomData,
+        }
+    }
+
     /// Whether the slot is parked on the user's list `tag` (a snapshot, for diagnostics).
     pub(crate) fn is_parked(&self, tag: Tag) -> bool {
         self.state.load(Relaxed) == awaiting(local(tag))
@@ -335,6 +366,27 @@ impl<'a, T> Owner<'a, T> {
         self.hand_off_with(local(tag), resumer);
     }
 
+    /// Starts handing the slot off to event `tag` of `resumer` with a post that has not
+    /// returned yet: the event's resume waits until [`Slot::posted`] or
+    /// [`Slot::post_refused`] ends the post (the layer's [`Owner::post`], in
+    /// `rdma/slot_post.rs`). Returns the slot, whose state the post may still read.
+    ///
+    /// # Safety
+    ///
+    /// `tag` is below [`LOCAL_TAGS`] and names the event that will resume the slot;
+    /// `resumer` is what delivers that event, as an [`Ended`] names it. The caller ends the
+    /// post with one of the two calls above, and reaches the state meanwhile only to post
+    /// what it prepared from it before this call.
+    pub(in crate::rdma) unsafe fn start_posting(self, tag: Tag, resumer: usize) -> &'a Slot<T> {
+        let slot = self.slot;
+        core::mem::forget(self);
+        slot.resumer.store(resumer, Relaxed);
+        // INVARIANT: the owner is gone, with release; the completion of `tag` waits until
+        // the post returned (`resume`), nothing else takes the slot.
+        slot.state.store(posting(tag), Release);
+        slot
+    }
+
     /// Hands the slot off to event `tag`, naming `resumer` as what resumes it (0: what no
     /// `Ended` covers; otherwise the promise of [`Owner::hand_off_to`]'s caller).
     fn hand_off_with(self, tag: Tag, resumer: usize) {
@@ -344,84 +396,6 @@ impl<'a, T> Owner<'a, T> {
         // INVARIANT: the owner is gone (not dropped: the slot stays taken), with release;
         // `resumer` is written before.
         slot.state.store(awaiting(tag), Release);
-    }
-
-    /// Posts the send work requests `prepare` takes from the state, and hands the slot off
-    /// to the completion of the one that is signaled: the requests name the slot they
-    /// resume and with which tag ([`Resumes`], made by the layer when it bound them to the
-    /// slot's object), and that completion's trampoline is the only one that resumes it.
-    /// On failure, the error, and the owner if nothing was posted (the requests could not
-    /// be prepared, are not this slot's (`EINVAL`), or the provider refused the first
-    /// one). Without the owner, the provider failed after it queued some or all of the
-    /// chain: the slot stays handed off, and the completion of what was queued resumes it,
-    /// if only when the QP is drained.
-    pub(crate) fn post(
-        self,
-        prepare: impl for<'b> FnOnce(&'b mut T) -> Result<Prepared<'b>>,
-    ) -> Result<(), (Error, Option<Self>)> {
-        let slot = self.slot;
-        // SAFETY: this is the slot's only owner (type invariant).
-        let prepared = match prepare(unsafe { &mut *slot.value.get() }) {
-            Ok(prepared) => prepared,
-            Err(e) => return Err((e, Some(self))),
-        };
-        let mut prepared = prepared;
-        // (taken: `Prepared`'s drop no longer clears it)
-        let posted_flag = prepared.posted.take();
-        let (first, qp, resumes) = (prepared.first, prepared.qp, prepared.resumes);
-        drop(prepared);
-        let tag = match resumes {
-            Some(resumes) if resumes.slot == ptr::from_ref(slot).addr() => resumes.tag,
-            _ => {
-                // Requests whose completion would not resume this slot (another slot's,
-                // or no slot's): not posted.
-                if let Some(flag) = posted_flag {
-                    *flag = false;
-                }
-                return Err((EINVAL, Some(self)));
-            }
-        };
-        core::mem::forget(self);
-        // (the QP's completions resume it: a drain of the QP shows them over)
-        slot.resumer.store(qp.address(), Relaxed);
-        // INVARIANT: the owner is gone, with release; the completion of `tag` waits until
-        // the post returned (`resume`), nothing else takes the slot.
-        slot.state.store(posting(tag), Release);
-        // SAFETY: `first` heads requests prepared from the state (`Prepared`), which stays
-        // in place with the slot and unchanged until the post returned: a completion of
-        // what it posts waits for that before it resumes the slot. Their completion
-        // entries and buffers outlive them (`BoundRequest`'s and `RwBinding`'s
-        // invariants).
-        let posted = unsafe { qp.gate().post_send(first) };
-        match posted {
-            Ok(()) => {
-                // INVARIANT: handed off to `tag`, with release.
-                slot.state.store(awaiting(tag), Release);
-                Ok(())
-            }
-            Err((e, true)) => {
-                // Nothing was posted: a context whose requests were refused may be
-                // destroyed as never posted.
-                if let Some(flag) = posted_flag {
-                    *flag = false;
-                }
-                // INVARIANT: nothing was posted and nobody took the slot while it was
-                // posting: the owner comes back.
-                slot.state.store(OWNED, Relaxed);
-                Err((
-                    e,
-                    Some(Owner {
-                        slot,
-                        _not_send: PhantomData,
-                    }),
-                ))
-            }
-            Err((e, false)) => {
-                // INVARIANT: handed off to `tag`, with release: what was queued completes.
-                slot.state.store(awaiting(tag), Release);
-                Err((e, None))
-            }
-        }
     }
 }
 
@@ -445,93 +419,5 @@ impl<T> Drop for Owner<'_, T> {
     fn drop(&mut self) {
         // INVARIANT: the owner is gone, with release.
         self.slot.state.store(FREE, Release);
-    }
-}
-
-/// Send work requests ready to post, taken from a slot's state
-/// ([`super::qp_handle::SendWr::prepare`], [`super::rw::RwCtx::prepare`]): posted by
-/// [`Owner::post`], which hands the slot off first.
-///
-/// # Invariants
-///
-/// `first` heads a chain of valid send work requests for `qp`, which live in (or are
-/// owned by) what `'a` borrows. `resumes`, if set, is what the completion of the chain's
-/// signaled request (its last) resumes.
-pub(crate) struct Prepared<'a> {
-    first: *const bindings::ib_send_wr,
-    qp: &'a QpHandle,
-    resumes: Option<Resumes>,
-    /// The flag of the `rdma_rw` context whose requests head the chain, which says they
-    /// were posted: cleared again if the provider refuses the chain's first request.
-    posted: Option<&'a mut bool>,
-    _state: PhantomData<&'a mut ()>,
-}
-
-impl<'a> Prepared<'a> {
-    /// Requests headed by `first`, for `qp`.
-    ///
-    /// # Safety
-    ///
-    /// As the type's invariants say; `resumes` is the [`Resumes`] of the chain's last
-    /// request's completion entry.
-    pub(super) unsafe fn new(
-        first: *const bindings::ib_send_wr,
-        qp: &'a QpHandle,
-        resumes: Option<Resumes>,
-    ) -> Self {
-        // INVARIANT: the caller's promise.
-        Self {
-            first,
-            qp,
-            resumes,
-            posted: None,
-            _state: PhantomData,
-        }
-    }
-
-    /// Requests that an `rdma_rw` context marked posted through `posted`: a refused post,
-    /// or a drop without a post, marks them not posted again.
-    pub(super) fn with_posted_flag(mut self, posted: &'a mut bool) -> Self {
-        self.posted = Some(posted);
-        self
-    }
-}
-
-impl Drop for Prepared<'_> {
-    fn drop(&mut self) {
-        // Dropped without [`Owner::post`] (which takes the flag first): nothing was posted.
-        if let Some(flag) = self.posted.take() {
-            *flag = false;
-        }
-    }
-}
-
-/// What the completion of a work request resumes: the slot of the object whose completion
-/// entry the request carries, with that entry's tag. Made only by the layer, when it binds
-/// a request to an object that embeds both ([`super::cqe::HasSlot`]), so a request can
-/// resume no other slot, and only through its own entry's trampoline.
-///
-/// # Invariants
-///
-/// `slot` is the address of the [`Slot`] at `S::SLOT_OFFSET` from an object `S: HasSlot`
-/// (its [`super::cqe::HasSlot::slot`], checked there: [`super::cqe::placed_slot`]) whose
-/// [`super::cqe::SlotCqe<S, ID>`] entry the request carries, and `tag` is `ID`.
-#[derive(Clone, Copy)]
-pub(crate) struct Resumes {
-    slot: usize,
-    tag: Tag,
-}
-
-impl Resumes {
-    /// What the completion of a request carrying `owner`'s entry `ID` resumes: `EINVAL` if
-    /// `owner`'s slot is not where its type says (see [`super::cqe::placed_slot`]).
-    pub(super) fn of<S: super::cqe::HasSlotCqe<ID>, const ID: u64>(owner: &S) -> Result<Self> {
-        const { assert!(ID <= MAX_COMPLETION_TAG) };
-        let slot = super::cqe::placed_slot(owner).ok_or(EINVAL)?;
-        // INVARIANT: `owner`'s slot, at `SLOT_OFFSET` from it, and its entry `ID`'s tag.
-        Ok(Self {
-            slot: ptr::from_ref(slot).addr(),
-            tag: ID as Tag,
-        })
     }
 }

@@ -214,12 +214,13 @@ macro_rules! kernel_param_entry {
         #[link_section = ".modinfo"]
         #[used(compiler)]
         static PARMTYPE: [u8; PARMTYPE_TEXT.len()] =
-            $crate::rdma::param::modinfo_bytes(PARMTYPE_TEXT);
+            $crate::rdma::kernel_gaps::param::modinfo_bytes(PARMTYPE_TEXT);
 
         const PARM_TEXT: &str = concat!("parm=", stringify!($name), ":", $description, "\0");
         #[link_section = ".modinfo"]
         #[used(compiler)]
-        static PARM: [u8; PARM_TEXT.len()] = $crate::rdma::param::modinfo_bytes(PARM_TEXT);
+        static PARM: [u8; PARM_TEXT.len()] =
+            $crate::rdma::kernel_gaps::param::modinfo_bytes(PARM_TEXT);
     };
 }
 #[allow(unused_imports)]
@@ -243,16 +244,16 @@ pub(crate) const fn modinfo_bytes<const N: usize>(text: &str) -> [u8; N] {
 macro_rules! string_param {
     ($name:ident, $size:literal, $default:literal, $description:literal) => {
         #[allow(non_upper_case_globals)]
-        pub(crate) static $name: $crate::rdma::param::StringParam<$size> =
-            $crate::rdma::param::StringParam::new($default);
+        pub(crate) static $name: $crate::rdma::kernel_gaps::param::StringParam<$size> =
+            $crate::rdma::kernel_gaps::param::StringParam::new($default);
 
         // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
         #[allow(unsafe_code)]
         const _: () = {
-            static KPARAM_STRING: $crate::rdma::param::KparamString =
-                $crate::rdma::param::KparamString::new(&$name);
+            static KPARAM_STRING: $crate::rdma::kernel_gaps::param::KparamString =
+                $crate::rdma::kernel_gaps::param::KparamString::new(&$name);
 
-            $crate::rdma::param::kernel_param_entry!(
+            $crate::rdma::kernel_gaps::param::kernel_param_entry!(
                 $name,
                 // SAFETY: `param_ops_string` is an immutable kernel object.
                 unsafe { ::core::ptr::from_ref(&::kernel::bindings::param_ops_string) },
@@ -279,7 +280,7 @@ macro_rules! read_only_bool_entry {
         // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
         #[allow(unsafe_code)]
         const _: () = {
-            $crate::rdma::param::kernel_param_entry!(
+            $crate::rdma::kernel_gaps::param::kernel_param_entry!(
                 $name,
                 // SAFETY: `param_ops_bool` is an immutable kernel object.
                 unsafe { ::core::ptr::from_ref(&::kernel::bindings::param_ops_bool) },
@@ -301,10 +302,10 @@ pub(crate) use read_only_bool_entry;
 macro_rules! bool_param {
     ($name:ident, $default:literal, $description:literal) => {
         #[allow(non_upper_case_globals)]
-        pub(crate) static $name: $crate::rdma::param::BoolParam =
-            $crate::rdma::param::BoolParam::new($default);
+        pub(crate) static $name: $crate::rdma::kernel_gaps::param::BoolParam =
+            $crate::rdma::kernel_gaps::param::BoolParam::new($default);
 
-        $crate::rdma::param::read_only_bool_entry!($name, $description);
+        $crate::rdma::kernel_gaps::param::read_only_bool_entry!($name, $description);
     };
 }
 #[allow(unused_imports)]
@@ -316,8 +317,8 @@ pub(crate) use bool_param;
 macro_rules! int_param_at_least {
     ($name:ident, $default:literal, $min:literal, $description:literal) => {
         #[allow(non_upper_case_globals)]
-        pub(crate) static $name: $crate::rdma::param::IntParam =
-            $crate::rdma::param::IntParam::new($default);
+        pub(crate) static $name: $crate::rdma::kernel_gaps::param::IntParam =
+            $crate::rdma::kernel_gaps::param::IntParam::new($default);
 
         // (The layer's own `unsafe`, expanded in the module that declares the parameter.)
         #[allow(unsafe_code)]
@@ -333,18 +334,18 @@ macro_rules! int_param_at_least {
             ) -> ::core::ffi::c_int {
                 // SAFETY: the kernel passes a C string and this parameter, whose `arg`
                 // is the static `IntParam` above.
-                unsafe { $crate::rdma::param::IntParam::set_at_least(val, kp, $min) }
+                unsafe { $crate::rdma::kernel_gaps::param::IntParam::set_at_least(val, kp, $min) }
             }
 
-            static OPS: $crate::rdma::param::ParamOps =
-                $crate::rdma::param::ParamOps(::kernel::bindings::kernel_param_ops {
+            static OPS: $crate::rdma::kernel_gaps::param::ParamOps =
+                $crate::rdma::kernel_gaps::param::ParamOps(::kernel::bindings::kernel_param_ops {
                     flags: 0,
                     set: Some(set),
                     get: Some(::kernel::bindings::param_get_int),
                     free: None,
                 });
 
-            $crate::rdma::param::kernel_param_entry!(
+            $crate::rdma::kernel_gaps::param::kernel_param_entry!(
                 $name,
                 ::core::ptr::from_ref(&OPS.0),
                 0o644,
@@ -372,7 +373,7 @@ macro_rules! global_rkey_param {
             // declared below, and nothing else writes it.
             unsafe { $crate::rdma::GlobalRkeyParam::new() };
 
-        $crate::rdma::param::read_only_bool_entry!($name, $description);
+        $crate::rdma::kernel_gaps::param::read_only_bool_entry!($name, $description);
     };
 }
 #[allow(unused_imports)]
