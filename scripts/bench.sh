@@ -8,7 +8,8 @@
 # far less with the host's load than time does (Documentation/bench.md: how much). Writes bench.md (wall-clock tables), bench.png (chart),
 # count.md and count-split.md (the counted figure, and where it goes by module and
 # function) and the raw results to OUT_DIR, prints the tables, and ends with the line
-# `min ratio Rust/C: X.XX (±Y.YY)` of the counted figure. Measures; asserts no speed.
+# `transport cost Rust/C, worst row: X.XXX (±Y.YYY)` of the counted figure (count-report.py).
+# Measures; asserts no speed.
 #
 # usage: bench.sh [--smoke | --profile | --counted] [--compare REV] [--rounds N] [--seconds S] [-o OUT_DIR]
 #   --smoke    one short point per tool on the test kernel and the modules as `make`

@@ -88,8 +88,9 @@ done
 # plugin). It checks that numbers came out, never how big they are.
 bench_out=$CACHE_DIR/runs/latest/bench-smoke
 "$REPO_ROOT/scripts/bench.sh" --smoke -o "$bench_out" >"$bench_out.log" 2>&1 &&
-	tail -n 1 "$bench_out.log" | grep -Eqx 'min ratio Rust/C: [0-9]+\.[0-9]{2} \(±[0-9]+\.[0-9]{2}\)' &&
-	grep -Eq '^\| randread-4k-qd32 \| [0-9,]+ \| [0-9.]+% \| [0-9,]+ \| [0-9.]+% \| [0-9.]+ \|' "$bench_out/count.md" &&
+	tail -n 1 "$bench_out.log" | grep -Eqx 'transport cost Rust/C, worst row: [0-9]+\.[0-9]{3} \(±[0-9]+\.[0-9]{3}\)' &&
+	grep -Eq '^\| randread-4k-qd32 \| [0-9,.]+ \| [0-9.]+% \| [0-9,.]+ \| [0-9.]+% \| [0-9.]+ \|' "$bench_out/count.md" &&
+	grep -Eq '^\| randread-4k-qd32 \| [0-9,]+ \| [0-9.]+% \| [0-9,]+ \| [0-9.]+% \| [-+][0-9,]+ \| [0-9.]+ \|' "$bench_out/count.md" &&
 	grep -Eq '^\| transport \| [0-9,]+ \| [0-9,]+ \|' "$bench_out/count-split.md" &&
 	grep -Eq '^\| randread-4k-qd32 \| IOPS \| [0-9.]+ .*\| [0-9.]+ .*\| [0-9.]+ \|' "$bench_out/bench.md" &&
 	grep -Eq '^\| RDMA WRITE bandwidth, 128 KiB \| MB/s \| [0-9.]+ ' "$bench_out/bench.md" &&

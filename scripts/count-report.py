@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
 """Turns a counted run (tests/bench/count-guest.sh under the insn-count plugin) into the
-deterministic cost figure of `make bench`: instructions per I/O for each transport and
-point, the Rust/C ratio with its 95% interval over the rounds, and where the cost goes.
+deterministic cost figures of `make bench`: the transport's own instructions and locked
+instructions per I/O, inclusive of the kernel helpers it calls (transport_cost.py), and
+the whole guest's instructions per I/O, for each transport and point, with ratios and
+their 95% intervals over the rounds, and where the cost goes.
 
 usage: count-report.py RUN_DIR OUT_DIR [--split POINT ...]
 
 RUN_DIR is vm-run.sh's run directory (insn-count.txt and raw/). Writes OUT_DIR/count.md,
 OUT_DIR/count.png (each point's ratio with its interval as an error bar), count.dat (the
 chart's data) and count-split.md, prints count.md, and ends with
-`min ratio Rust/C: X.XX (±Y.YY)`.
+`transport cost Rust/C, worst row: X.XXX (±Y.YYY)`: the transport's inclusive
+instructions per I/O, Rust's over C's, on the row where that is highest.
 
 The cost of one I/O on a point is (W(N2) - W(N1)) / (N2 - N1), W(N) being every
 instruction the guest executed (fio, the host's block and NVMe/RDMA stack, rxe, the
 target transport, nvmet, null_blk, interrupts, timers) in a window around a fio run of N
 I/Os: whatever both windows share (fio's start and exit, the markers) cancels out. The
-ratio is C's cost over Rust's, so above 1.00 Rust does the same I/O in fewer
+whole guest's ratio is C's cost over Rust's, so above 1.00 Rust does the same I/O in fewer
 instructions, as a speed ratio reads. Rounds pair the transports (the same boot,
 adjacent runs, alternating order); the interval is Student's t over the rounds' log ratios.
 """
@@ -29,6 +32,7 @@ import subprocess
 import sys
 
 from paired_ratio import paired_ratio
+import transport_cost
 
 # The pair measured: the baseline and the candidate (machine.txt's `pair`; bench.sh
 # --compare REV measures nvmet_rdma_rs-base, built from REV, against nvmet_rdma_rs).
@@ -60,24 +64,40 @@ BUCKET_ORDER = [
 USER_TOP = 0xFFFF800000000000
 
 
-def read_intervals(path, labels):
-    """{label: (total, {vaddr: insns})} for the detailed intervals, by the guest's labels."""
+def read_intervals(path, labels, chains_out=None, nodes_out=None):
+    """{label: (total, {vaddr: insns})} for the detailed intervals, by the guest's labels.
+
+    With chains_out and nodes_out (dicts), also the call chains the plugin followed:
+    chains_out[label] = ([(node, insns, locked)], {vaddr: locked executed})
+    and nodes_out[node] = (parent, func)."""
     out = {}
     seq = -1
     total = 0
-    blocks = None
+    blocks = chains = locked = None
     with open(path) as f:
         for line in f:
-            if line.startswith("b "):
-                _, vaddr, insns, execs = line.split()
-                v = int(vaddr, 16)
-                blocks[v] = blocks.get(v, 0) + int(insns) * int(execs)
+            if line.startswith("c "):
+                if chains_out is not None:
+                    _, node, insns, lk = line.split()
+                    chains.append((int(node), int(insns), int(lk)))
+            elif line.startswith("b "):
+                parts = line.split()
+                v, insns, execs = int(parts[1], 16), int(parts[2]), int(parts[3])
+                blocks[v] = blocks.get(v, 0) + insns * execs
+                if len(parts) > 4:
+                    locked[v] = locked.get(v, 0) + int(parts[4]) * execs
+            elif line.startswith("n "):
+                if nodes_out is not None:
+                    _, node, parent, func = line.split()
+                    nodes_out[int(node)] = (int(parent), int(func, 16))
             elif line.startswith("interval "):
                 parts = line.split()
-                seq, total, blocks = int(parts[1]), int(parts[3]), {}
+                seq, total, blocks, chains, locked = int(parts[1]), int(parts[3]), {}, [], {}
             elif line.startswith("end "):
                 if seq < len(labels) and labels[seq][0] == "detail":
                     out[labels[seq][1]] = (total, blocks)
+                    if chains_out is not None:
+                        chains_out[labels[seq][1]] = (chains, locked)
     return out
 
 
@@ -130,6 +150,17 @@ def demangle(names):
     return {n: re.sub(r"\[[0-9a-f]+\]", "", d) for n, d in zip(names, out)}
 
 
+def window_pairs(windows):
+    """{(transport, point, round): (label of the smaller window, label of the larger)}: the
+    two windows of each point and round (N1 and N2 I/Os, or a point's own counts, such as
+    connect cycles)."""
+    by = {}
+    for label in windows:
+        transport, point, rnd, n = label.split()
+        by.setdefault((transport, point, int(rnd)), []).append((int(n), label))
+    return {k: (min(v)[1], max(v)[1]) for k, v in by.items() if len({n for n, _ in v}) > 1}
+
+
 def read_run(run):
     """One counted run: machine.txt, the detailed windows by label, the measured pair, and
     cost[(transport, point)][round] = (W(N2) - W(N1)) / (N2 - N1), in the run's order."""
@@ -140,15 +171,112 @@ def read_run(run):
             k, _, v = line.rstrip("\n").partition(" ")
             machine[k] = v
     n1, n2 = int(machine["n1"]), int(machine["n2"])
-    windows = read_intervals(os.path.join(run, "insn-count.txt"), read_marks(os.path.join(raw, "marks.txt")))
+    chains, nodes = {}, {}
+    windows = read_intervals(os.path.join(run, "insn-count.txt"), read_marks(os.path.join(raw, "marks.txt")),
+                             chains, nodes)
     cost = {}
-    for label, (total, _) in windows.items():
-        transport, point, rnd, n = label.split()
-        w1 = windows.get(f"{transport} {point} {rnd} {n1}")
-        if int(n) == n2 and w1 is not None:
-            cost.setdefault((transport, point), {})[int(rnd)] = (total - w1[0]) / (n2 - n1)
+    for (transport, point, rnd), (a, b) in window_pairs(windows).items():
+        cost.setdefault((transport, point), {})[rnd] = (windows[b][0] - windows[a][0]) / (
+            int(b.split()[3]) - int(a.split()[3]))
     pair = machine.get("pair", f"{C} {RUST}").split()
-    return {"machine": machine, "windows": windows, "cost": cost, "pair": pair}
+    return {"machine": machine, "windows": windows, "cost": cost, "pair": pair,
+            "chains": chains, "nodes": nodes}
+
+
+def inclusive_costs(run, raw, n1, n2):
+    """The transport's inclusive cost per I/O (transport_cost.py) of every window pair:
+    {(transport, point): {round: {'insns', 'locked', 'by_function', 'locked_by_module'}}}."""
+    common = os.path.join(raw, "kallsyms.txt")
+    symbols, per_window = {}, {}
+    for label, (chains, locked) in run["chains"].items():
+        t, point, rnd, n = label.split()
+        own = os.path.join(raw, f"kallsyms-{t}-{rnd}.txt")
+        if not chains or not os.path.exists(own):
+            continue
+        if (t, rnd) not in symbols:
+            symbols[(t, rnd)] = Symbols([common, own])
+        syms = symbols[(t, rnd)]
+        r = transport_cost.inclusive(chains, run["nodes"], syms, TRANSPORT_MODULE[t])
+        r["locked_by_module"] = transport_cost.locked_by_module(locked, syms)
+        per_window[label] = r
+
+    def per_io(a, b, d):
+        return {k: (b.get(k, 0) - a.get(k, 0)) / d for k in set(a) | set(b)}
+
+    out = {}
+    for (t, point, rnd), (a, b) in window_pairs(per_window).items():
+        r1, r2, d = per_window[a], per_window[b], int(b.split()[3]) - int(a.split()[3])
+        out.setdefault((t, point), {})[rnd] = {
+            "insns": (r2["insns"] - r1["insns"]) / d,
+            "locked": (r2["locked"] - r1["locked"]) / d,
+            "by_function": per_io(r1["by_function"], r2["by_function"], d),
+            "locked_by_module": per_io(r1["locked_by_module"], r2["locked_by_module"], d),
+        }
+    return out
+
+
+def med_spread(values):
+    """(median, (max - min) / median) of the values, or (None, None)."""
+    v = list(values)
+    if not v:
+        return None, None
+    m = statistics.median(v)
+    return m, ((max(v) - min(v)) / m if m else 0.0)
+
+
+def inclusive_table(incl, points, key, title, what):
+    """Markdown rows of the transport's inclusive `key` per I/O, Rust/C per point; and the
+    worst row (ratio, half-width, point)."""
+    md = [f"| point | {C} {title} | spread | {RUST} {title} | spread | {what} | 95% interval |",
+          "|---|---:|---:|---:|---:|---:|---|"]
+    worst = None
+    for p in points:
+        c = {k: v[key] for k, v in incl.get((C, p), {}).items()}
+        r = {k: v[key] for k, v in incl.get((RUST, p), {}).items()}
+        if not c or not r:
+            continue
+        g, lo, hi = paired_ratio([(r[k], c[k]) for k in sorted(c) if k in r])
+        cm, cs = med_spread(c.values())
+        rm, rs = med_spread(r.values())
+        interval = "–" if lo is None else f"{lo:.3f}–{hi:.3f}"
+        md.append(f"| {p} | {cm:,.1f} | {cs:.2%} | {rm:,.1f} | {rs:.2%} | "
+                  f"{'–' if g is None else f'{g:.3f}'} | {interval} |")
+        if g is not None and (worst is None or g > worst[0]):
+            worst = (g, 0.0 if lo is None else (hi - lo) / 2, p)
+    return md, worst
+
+
+def inclusive_split(incl, split_points, rounds):
+    """count-split.md's part: the transport's inclusive cost by its function (its own code
+    and what it calls), and locked instructions per I/O by module."""
+    out = []
+    for point in split_points:
+        for t in (C, RUST):
+            by_round = incl.get((t, point), {})
+            if not by_round:
+                continue
+            fns, mods = {}, {}
+            for r in by_round.values():
+                for f, v in r["by_function"].items():
+                    fns[f] = fns.get(f, 0) + v / len(by_round)
+                for m, v in r["locked_by_module"].items():
+                    mods[m] = mods.get(m, 0) + v / len(by_round)
+            top = sorted(((v, f) for f, v in fns.items() if f), reverse=True)[:15]
+            names = demangle([f for _, f in top])
+            out.append(f"\n## {point}: {t}, inclusive, by transport function\n")
+            out.append("Each transport function's own code and the kernel helpers it calls "
+                       "(not the provider, the nvmet core or the backend), per I/O:\n")
+            out.append("| function | insns/I/O |")
+            out.append("|---|---:|")
+            for v, f in top:
+                out.append(f"| `{names[f]}` | {v:,.1f} |")
+            out.append(f"\nLocked instructions per I/O by module, {t}:\n")
+            out.append("| module | locked/I/O |")
+            out.append("|---|---:|")
+            for m, v in sorted(mods.items(), key=lambda kv: -kv[1]):
+                if abs(v) >= 0.05:
+                    out.append(f"| {m} | {v:,.1f} |")
+    return "\n".join(out) + "\n"
 
 
 def main():
@@ -177,6 +305,21 @@ def main():
         sys.exit("count-report: no complete window pair in the run")
 
     md = [f"# make bench, counted: instructions per I/O, {C} vs {RUST}\n"]
+    incl = inclusive_costs(run, raw, n1, n2)
+    tratio = f"{RUST}/{C}" if what != "Rust/C" else "Rust/C"
+    md.append("## The transport's own cost, inclusive\n")
+    md.append(
+        "Instructions per I/O of the transport's code and of the kernel functions it calls "
+        "(RDMA core helpers, `rdma_rw`, DMA mapping, slab, scatterlists), without the provider "
+        "(rxe), the nvmet core, the backend or the host: each block attributed by the call "
+        "chain the plugin followed (`scripts/transport_cost.py`). "
+        f"{tratio} is {RUST}'s cost over {C}'s: at or below 1.000, {RUST} costs no more.\n")
+    rows, tworst = inclusive_table(incl, points, "insns", "insns/I/O", tratio)
+    md.extend(rows)
+    md.append("\nLocked (atomic read-modify-write) instructions per I/O, same attribution:\n")
+    rows, _ = inclusive_table(incl, points, "locked", "locked/I/O", tratio)
+    md.extend(rows)
+    md.append("\n## The whole guest\n")
     md.append(
         f"One vCPU under QEMU's instruction count (`-icount shift=0,sleep=off`, single-threaded "
         f"TCG) with the insn-count plugin; kernel {machine.get('kernel')}; {machine.get('fio')}; "
@@ -187,8 +330,8 @@ def main():
         "t-interval. "
         "Spread: (max - min) / median of each transport's per-round cost.\n"
     )
-    md.append(f"| point | {C} insns/I/O | spread | {RUST} insns/I/O | spread | {what} | 95% interval |")
-    md.append("|---|---:|---:|---:|---:|---:|---|")
+    md.append(f"| point | {C} insns/I/O | spread | {RUST} insns/I/O | spread | difference | {what} | 95% interval |")
+    md.append("|---|---:|---:|---:|---:|---:|---:|---|")
     worst = None
     dat = []
     for p in points:
@@ -207,7 +350,7 @@ def main():
         rm, rs = med_spread(r)
         interval = "–" if lo is None else f"{lo:.3f}–{hi:.3f}"
         md.append(
-            f"| {p} | {cm:,.0f} | {cs:.2%} | {rm:,.0f} | {rs:.2%} | "
+            f"| {p} | {cm:,.0f} | {cs:.2%} | {rm:,.0f} | {rs:.2%} | {rm - cm:+,.0f} | "
             f"{'–' if g is None else f'{g:.3f}'} | {interval} |"
         )
         if g is not None:
@@ -230,6 +373,7 @@ def main():
     # (the smoke measures one point: split that one)
     split_points = [p for p in args.split if p in points] or points[:1]
     split = split_report(raw, windows, split_points, n1, n2, sorted(rounds))
+    split += inclusive_split(incl, split_points, sorted(rounds))
     with open(os.path.join(args.out, "count-split.md"), "w") as f:
         f.write(split)
     text = "\n".join(md) + "\n"
@@ -238,8 +382,12 @@ def main():
     print(text)
     print(f"split by module and function: {os.path.join(args.out, 'count-split.md')}")
     g, half, p = worst
-    print(f"(lowest: {p})")
-    print(f"min ratio {what}: {g:.2f} (±{half:.2f})")
+    print(f"whole guest, lowest {what} ({C} over {RUST}): {g:.2f} (±{half:.2f}) at {p}")
+    if tworst is None:
+        sys.exit("count-report: no call chains in the run (the plugin ran without syms=?)")
+    g, half, p = tworst
+    print(f"(worst row: {p})")
+    print(f"transport cost {tratio}, worst row: {g:.3f} (±{half:.3f})")
 
 
 def guest_time_table(raw, points, rounds, n2, what):

@@ -93,7 +93,7 @@ if [ -n "${RRS_VM_COUNT:-}" ]; then
 	# numbers then follow the instruction count, not the host)
 	accel=tcg-icount cpus=1
 	accel_args=(-accel tcg,thread=single -cpu max -icount shift=0,align=off,sleep=off
-		-rtc clock=vm -seed 1 -plugin "$RRS_VM_COUNT,out=$run_dir/insn-count.txt")
+		-rtc clock=vm -seed 1 -plugin "$RRS_VM_COUNT,out=$run_dir/insn-count.txt,syms=$kbuild/System.map")
 fi
 
 # Unknown key=value kernel parameters become the environment of init.

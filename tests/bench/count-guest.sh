@@ -43,7 +43,11 @@ ALL_POINTS=(
 	"randwrite-4k-qd32|--rw=randwrite --bs=4k --iodepth=32"
 	"seqread-128k-qd16|--rw=read --bs=128k --iodepth=16"
 	"seqwrite-128k-qd16|--rw=write --bs=128k --iodepth=16"
+	# (not fio: a controller's connect and disconnect, one admin and one I/O queue, in
+	# windows of CYCLES1 and CYCLES2 cycles; its "per I/O" is per cycle)
+	"connect-cycle|"
 )
+CYCLES1=2 CYCLES2=6
 points=()
 if [ $# -gt 0 ]; then
 	for want in "$@"; do
@@ -86,7 +90,7 @@ fi
 fioroot=/tmp/fioroot
 make_fio_root() {
 	local f
-	mkdir -p "$fioroot"/{bin,dev,proc,tmp,out}
+	mkdir -p "$fioroot"/{bin,dev,proc,sys,tmp,out}
 	cp /usr/bin/fio /bin/bash /usr/bin/chrt "$fioroot/bin/"
 	cp /run/results/insn-mark "$fioroot/bin/insn-mark"
 	for f in $(ldd /usr/bin/fio /bin/bash /usr/bin/chrt | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && NF > 1 { print $1 }' | sort -u); do
@@ -94,6 +98,7 @@ make_fio_root() {
 	done
 	mount --bind /dev "$fioroot/dev"
 	mount -t proc proc "$fioroot/proc"
+	mount -t sysfs sysfs "$fioroot/sys"
 	# point.sh TRANSPORT ROUND NAME N1 N2 DEVICE OPTIONS (inside the root): a warm-up run,
 	# then the counted runs of N1 and N2 I/Os, each between two marks.
 	cat >"$fioroot/bin/point.sh" <<'POINT'
@@ -119,6 +124,33 @@ for n in "$n1" "$n2"; do
 	mark detail "$transport $name $round $n"
 done
 POINT
+	# cycle.sh TRANSPORT ROUND N1 N2 ADDRESS NQN (inside the root, no host connected): a
+	# warm-up cycle, then windows of N1 and N2 connect-disconnect cycles, each a write to
+	# /dev/nvme-fabrics (nvme-cli's start-up would cost more than the cycle under TCG)
+	# and one to the controller's delete_controller, which returns once it is gone.
+	cat >"$fioroot/bin/cycle.sh" <<'CYCLE'
+set -eu
+transport=$1 round=$2 n1=$3 n2=$4 addr=$5 nqn=$6
+mark() {
+	echo "$1 $2" >>/out/marks.txt
+	/bin/insn-mark "$1"
+}
+cycle() {
+	local fd answer
+	exec {fd}<>/dev/nvme-fabrics
+	echo "transport=rdma,traddr=$addr,trsvcid=4420,nqn=$nqn,nr_io_queues=1" >&"$fd"
+	read -r answer <&"$fd"
+	exec {fd}>&-
+	answer=${answer#instance=}
+	echo 1 >"/sys/class/nvme/nvme${answer%%,*}/delete_controller"
+}
+cycle
+for n in "$n1" "$n2"; do
+	mark total gap
+	for ((i = 0; i < n; i++)); do cycle; done
+	mark detail "$transport connect-cycle $round $n"
+done
+CYCLE
 }
 
 veth_setup
@@ -146,12 +178,18 @@ for ((round = 1; round <= rounds; round++)); do
 		nvmet_link 1 "$NQN"
 		dev=$(host_connect "$RRS_IP4_A" 4420 --nr-io-queues=1)
 		grep -F "[${module//-/_}]" /proc/kallsyms >"$raw/kallsyms-$transport-$round.txt"
+		cycles=0
 		for point in "${points[@]}"; do
 			IFS='|' read -r name opts <<<"$point"
+			[ "$name" = connect-cycle ] && { cycles=1; continue; }
 			chroot "$fioroot" /bin/chrt --fifo 1 /bin/bash /bin/point.sh "$transport" "$round" "$name" "$n1" "$n2" "$dev" "$opts"
 			echo "  $transport round $round $name done"
 		done
 		host_disconnect
+		if [ $cycles = 1 ]; then
+			chroot "$fioroot" /bin/bash /bin/cycle.sh "$transport" "$round" "$CYCLES1" "$CYCLES2" "$RRS_IP4_A" "$NQN"
+			echo "  $transport round $round connect-cycle done"
+		fi
 		nvmet_clear
 		rmmod "$module"
 	done

@@ -23,17 +23,35 @@ RS_SYMS = ("ffffffffc0200000 t _RNvNtCs1a_10nvmet_rdma7command9recv_done\t[nvmet
            "ffffffffc0201000 t end\t[nvmet_rdma_rs]\n")
 
 
-def window(seq, blocks):
-    """One detailed interval of the plugin's output; blocks: {vaddr: (insns, execs)}."""
-    total = sum(i * e for i, e in blocks.values())
+# The call chains of every window: the transport's function (node 1) calls a vmlinux
+# helper (in its node) and rxe (node 3), which calls a vmlinux helper of its own (in
+# rxe's node); node 2, an RDMA core function (neutral) the transport calls, runs the
+# helper here.
+KALLSYMS_CORE = "ffffffffc0300000 t ib_dma_helper\t[ib_core]\n"
+NODES = [(1, 0, 0xffffffffc0200000), (2, 1, 0xffffffffc0300000), (3, 1, 0xffffffffc0100000)]
+
+
+def window(seq, blocks, nodes=()):
+    """One detailed interval of the plugin's output; blocks: {vaddr: (insns, execs, node,
+    locked)} (node 0: the root; user space has no chain)."""
+    total = sum(b[0] * b[1] for b in blocks.values())
     lines = [f"interval {seq} total {total} blocks {len(blocks)}"]
-    lines += [f"b {v:x} {i} {e}" for v, (i, e) in blocks.items()]
+    lines += [f"b {v:x} {b[0]} {b[1]} {b[3]}" for v, b in blocks.items()]
+    lines += [f"n {n} {p} {f:x}" for n, p, f in nodes]
+    per_node = {}
+    for v, b in blocks.items():
+        if v >= 1 << 63:
+            i, lk = per_node.get(b[2], (0, 0))
+            per_node[b[2]] = (i + b[0] * b[1], lk + b[3] * b[1])
+    lines += [f"c {n} {i} {lk}" for n, (i, lk) in per_node.items()]
     return lines + [f"end {seq}"]
 
 
 def make_run(root, costs, n1=100, n2=300):
     """A run directory whose cost per I/O for (transport, round) is costs[...]: every I/O
-    runs 10 transport instructions, 20 in rxe, the rest in copy_page and user space."""
+    runs 10 transport instructions, 20 in rxe, the rest in copy_page and user space.
+    Of copy_page's, the transport's call runs 5 (C) or 3 (Rust), rxe's 7; the
+    transport's block has 2 (C) or 1 (Rust) locked instructions, its helper 1."""
     raw = os.path.join(root, "raw")
     os.makedirs(raw)
     marks, out, seq = [], [], 0
@@ -44,16 +62,19 @@ def make_run(root, costs, n1=100, n2=300):
                 out += [f"interval {seq} total 999 blocks 1", f"end {seq}"]
                 seq += 1
                 per_io = costs[(t, rnd)]
+                helper = 5 if t == "nvmet-rdma" else 3
                 # a fixed 5000 in each window (fio's start) that the difference cancels
                 blocks = {
-                    0xffffffffc0200010: (10, n),
-                    0xffffffffc0100020: (20, n),
-                    0xffffffff81000100: (per_io - 10 - 20 - 4, n),
-                    0x401000: (4, n),
-                    0x402000: (5000, 1),
+                    0xffffffffc0200010: (10, n, 1, 2 if t == "nvmet-rdma" else 1),
+                    0xffffffff81000200: (helper, n, 2, 1),
+                    0xffffffffc0100020: (20, n, 3, 0),
+                    0xffffffff81000300: (7, n, 3, 0),
+                    0xffffffff81000100: (per_io - 10 - 20 - 4 - helper - 7, n, 0, 0),
+                    0x401000: (4, n, 0, 0),
+                    0x402000: (5000, 1, 0, 0),
                 }
                 marks.append(f"detail {t} randread-4k-qd1 {rnd} {n}")
-                out += window(seq, blocks)
+                out += window(seq, blocks, NODES if seq == 1 else ())
                 seq += 1
             with open(os.path.join(raw, f"kallsyms-{t}-{rnd}.txt"), "w") as f:
                 f.write(C_SYMS if t == "nvmet-rdma" else RS_SYMS)
@@ -62,7 +83,7 @@ def make_run(root, costs, n1=100, n2=300):
     with open(os.path.join(root, "insn-count.txt"), "w") as f:
         f.write("\n".join(out) + "\n")
     with open(os.path.join(raw, "kallsyms.txt"), "w") as f:
-        f.write(KALLSYMS)
+        f.write(KALLSYMS + KALLSYMS_CORE)
     with open(os.path.join(raw, "machine.txt"), "w") as f:
         f.write(f"profile counted\npair nvmet-rdma nvmet_rdma_rs\nrounds 3\nn1 {n1}\nn2 {n2}\n"
                 "kernel 7.2.13\nfio fio-3.33\n")
@@ -101,8 +122,13 @@ class CountReport(unittest.TestCase):
         costs.update({("nvmet_rdma_rs", r): 980 for r in (1, 2, 3)})
         stdout, out = self.run_report(costs)
         # (W(300) - W(100)) / 200: the fixed 5000 cancels; C/Rust = 1000/980
-        self.assertIn("| randread-4k-qd1 | 1,000 | 0.00% | 980 | 0.00% | 1.020 | 1.020–1.020 |", stdout)
-        self.assertEqual(stdout.strip().splitlines()[-1], "min ratio Rust/C: 1.02 (±0.00)")
+        self.assertIn("| randread-4k-qd1 | 1,000 | 0.00% | 980 | 0.00% | -20 | 1.020 | 1.020–1.020 |", stdout)
+        self.assertIn("whole guest, lowest Rust/C (nvmet-rdma over nvmet_rdma_rs): 1.02 (±0.00)", stdout)
+        # the transport's own 10 and the helper it calls (5 or 3); not rxe, nor rxe's helper
+        self.assertIn("| randread-4k-qd1 | 15.0 | 0.00% | 13.0 | 0.00% | 0.867 | 0.867–0.867 |", stdout)
+        # locked: its own 2 or 1, and the helper's 1
+        self.assertIn("| randread-4k-qd1 | 3.0 | 0.00% | 2.0 | 0.00% | 0.667 | 0.667–0.667 |", stdout)
+        self.assertEqual(stdout.strip().splitlines()[-1], "transport cost Rust/C, worst row: 0.867 (±0.000)")
         with open(os.path.join(out, "count-split.md")) as f:
             split = f.read()
         self.assertIn("| transport | 10 | 10 | +0 |", split)
@@ -111,15 +137,18 @@ class CountReport(unittest.TestCase):
         self.assertIn("| kernel (vmlinux) | 966 | 946 | -20 |", split)
         self.assertIn("`copy_page` [vmlinux] | 966 | 946 | -20 |", split)
         self.assertIn("`nvmet_rdma::command::recv_done` | 10 |", split)
+        # inclusive, by transport function: its own 10 and its helper's 3
+        self.assertIn("`nvmet_rdma::command::recv_done` | 13.0 |", split)
+        self.assertIn("| nvmet_rdma_rs | 1.0 |", split)
         self.assertTrue(os.path.getsize(os.path.join(out, "count.png")) > 0)
 
     def test_spread_between_rounds_widens_the_interval(self):
         costs = {("nvmet-rdma", r): 1000 for r in (1, 2, 3)}
         costs.update({("nvmet_rdma_rs", 1): 950, ("nvmet_rdma_rs", 2): 1000, ("nvmet_rdma_rs", 3): 1050})
         stdout, _ = self.run_report(costs)
-        line = stdout.strip().splitlines()[-1]
-        self.assertRegex(line, r"^min ratio Rust/C: 1\.00 \(±0\.[0-9][0-9]\)$")
-        self.assertNotEqual(line, "min ratio Rust/C: 1.00 (±0.00)")
+        line = [x for x in stdout.splitlines() if x.startswith("whole guest")][0]
+        self.assertRegex(line, r"^whole guest, lowest Rust/C \(nvmet-rdma over nvmet_rdma_rs\): 1\.00 \(±0\.[0-9][0-9]\) at ")
+        self.assertNotIn("1.00 (±0.00)", line)
         self.assertIn("| 1,000 | 10.00% |", stdout)
 
 
