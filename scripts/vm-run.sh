@@ -92,6 +92,11 @@ if [ -n "${RRS_VM_COUNT:-}" ]; then
 	# unfairly between vCPUs under it, hence one; the guest's clocks, RTC and random
 	# numbers then follow the instruction count, not the host)
 	accel=tcg-icount cpus=1
+	# (a second possible CPU, never online: a kernel that can only ever have one CPU
+	# patches its `lock` prefixes out, in C modules' LOCK_PREFIX atomics but not in
+	# Rust's `core` atomics, and the locked-instruction count would compare a UP C with
+	# an SMP Rust)
+	smp_extra=,maxcpus=2
 	accel_args=(-accel tcg,thread=single -cpu max -icount shift=0,align=off,sleep=off
 		-rtc clock=vm -seed 1 -plugin "$RRS_VM_COUNT,out=$run_dir/insn-count.txt,syms=$kbuild/System.map")
 fi
@@ -107,7 +112,7 @@ log "booting $name ($accel, $cpus cpus, ${mem} MiB, limit ${timeout_s}s), log: $
 start=$(date +%s)
 set +e
 timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
-	-machine q35 "${accel_args[@]}" -smp "$cpus" -m "$mem" \
+	-machine q35 "${accel_args[@]}" -smp "$cpus${smp_extra:-}" -m "$mem" \
 	-nographic -no-reboot -nic none -monitor none \
 	-kernel "$bzimage" -append "$cmdline" \
 	-chardev stdio,id=con0,signal=off,logfile="$run_dir/serial.log" -serial chardev:con0 \
