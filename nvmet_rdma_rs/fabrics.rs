@@ -66,7 +66,10 @@ impl Transport for NvmetRdma {
             // The wildcard is no address to give a host: name the one this host reached.
             queue.local_address().write_ip(out);
         } else {
-            out.copy_from_slice(configured);
+            // (both are the core's `NVMF_TRADDR_SIZE` fields; a bounded copy keeps a
+            // length-mismatch panic, which objtool takes for a fall-through, out of it)
+            let n = out.len().min(configured.len());
+            out[..n].copy_from_slice(&configured[..n]);
         }
     }
 
