@@ -15,6 +15,8 @@
 # own lines while it is loaded). Nothing here judges a speed.
 #
 # usage (guest): count-guest.sh ROUNDS N1 N2 [--compare] [POINT...]
+#   ROUNDS     N (rounds 1 to N), or FIRST:LAST (scripts/bench.sh boots once per round,
+#              so that the rounds' spread includes what differs between boots)
 #   --compare  the pair is nvmet_rdma_rs as built from another revision (vm-run.sh -x put
 #              it in /run/results/extra/nvmet_rdma_rs.ko; labelled nvmet_rdma_rs-base)
 #              and nvmet_rdma_rs as built now, instead of the C nvmet-rdma and ours
@@ -24,6 +26,8 @@
 . "$RRS_REPO/tests/lib/nvmet.sh"
 
 rounds=${1:-3} n1=${2:-2000} n2=${3:-6000}
+first=1
+case $rounds in *:*) first=${rounds%%:*} rounds=${rounds#*:} ;; esac
 shift 3
 pair=(nvmet-rdma nvmet_rdma_rs)
 if [ "${1:-}" = --compare ]; then
@@ -161,7 +165,7 @@ modprobe nvme-rdma
 modprobe null_blk nr_devices=1 queue_mode=2 irqmode=0 submit_queues=1 gb=4
 make_fio_root
 
-for ((round = 1; round <= rounds; round++)); do
+for ((round = first; round <= rounds; round++)); do
 	step "round $round of $rounds"
 	order=("${pair[@]}")
 	((round % 2)) || order=("${pair[1]}" "${pair[0]}")

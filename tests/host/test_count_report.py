@@ -47,7 +47,7 @@ def window(seq, blocks, nodes=()):
     return lines + [f"end {seq}"]
 
 
-def make_run(root, costs, n1=100, n2=300):
+def make_run(root, costs, n1=100, n2=300, rounds=(1, 2, 3)):
     """A run directory whose cost per I/O for (transport, round) is costs[...]: every I/O
     runs 10 transport instructions, 20 in rxe, the rest in copy_page and user space.
     Of copy_page's, the transport's call runs 5 (C) or 3 (Rust), rxe's 7; the
@@ -55,7 +55,7 @@ def make_run(root, costs, n1=100, n2=300):
     raw = os.path.join(root, "raw")
     os.makedirs(raw)
     marks, out, seq = [], [], 0
-    for rnd in (1, 2, 3):
+    for rnd in rounds:
         for t in ("nvmet-rdma", "nvmet_rdma_rs"):
             for n in (n1, n2):
                 marks.append("total gap")
@@ -75,6 +75,7 @@ def make_run(root, costs, n1=100, n2=300):
                 }
                 marks.append(f"detail {t} randread-4k-qd1 {rnd} {n}")
                 out += window(seq, blocks, NODES if seq == 1 else ())
+                # (each boot numbers its own nodes: renumbered by count-merge.py)
                 seq += 1
             with open(os.path.join(raw, f"kallsyms-{t}-{rnd}.txt"), "w") as f:
                 f.write(C_SYMS if t == "nvmet-rdma" else RS_SYMS)
@@ -150,6 +151,26 @@ class CountReport(unittest.TestCase):
         self.assertRegex(line, r"^whole guest, lowest Rust/C \(nvmet-rdma over nvmet_rdma_rs\): 1\.00 \(±0\.[0-9][0-9]\) at ")
         self.assertNotIn("1.00 (±0.00)", line)
         self.assertIn("| 1,000 | 10.00% |", stdout)
+
+
+class CountMerge(unittest.TestCase):
+    def test_boots_merge_into_one_run(self):
+        tmp = tempfile.mkdtemp()
+        costs = {("nvmet-rdma", r): 1000 for r in range(1, 7)}
+        costs.update({("nvmet_rdma_rs", r): 980 + r for r in range(1, 7)})
+        make_run(os.path.join(tmp, "a"), costs, rounds=(1, 2, 3))
+        make_run(os.path.join(tmp, "b"), costs, rounds=(4, 5, 6))
+        res = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "count-merge.py"),
+                              os.path.join(tmp, "m"), os.path.join(tmp, "a"), os.path.join(tmp, "b")],
+                             capture_output=True, text=True)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        res = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "count-report.py"),
+                              os.path.join(tmp, "m"), os.path.join(tmp, "out")], capture_output=True, text=True)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        # six rounds, each its own Rust cost; the transport's figure from both boots' chains
+        self.assertIn("| round 6 |", res.stdout)
+        self.assertIn("| randread-4k-qd1 | nvmet_rdma_rs | 981 | 982 | 983 | 984 | 985 | 986 |", res.stdout)
+        self.assertIn("| randread-4k-qd1 | 15.0 | 0.00% | 13.0 | 0.00% | 0.867 | 0.867–0.867 |", res.stdout)
 
 
 if __name__ == "__main__":
