@@ -94,6 +94,7 @@ bench_out=$CACHE_DIR/runs/latest/bench-smoke
 	grep -Eq '^\| transport \| [0-9,]+ \| [0-9,]+ \|' "$bench_out/count-split.md" &&
 	grep -Eq '^\| randread-4k-qd32 \| IOPS \| [0-9.]+ .*\| [0-9.]+ .*\| [0-9.]+ \|' "$bench_out/bench.md" &&
 	grep -Eq '^\| RDMA WRITE bandwidth, 128 KiB \| MB/s \| [0-9.]+ ' "$bench_out/bench.md" &&
+	grep -Eq '^\| own \| 128 \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \|' "$bench_out/bench.md" &&
 	grep -Eq '^\| RDMA WRITE latency, 4 KiB \| median \(µs\) \| .* \| [0-9.]+ ' "$bench_out/bench.md" &&
 	head -c 8 "$bench_out/bench.png" | grep -q PNG
 rc=$?
