@@ -92,11 +92,11 @@ if [ -n "${RRS_VM_COUNT:-}" ]; then
 	# unfairly between vCPUs under it, hence one; the guest's clocks, RTC and random
 	# numbers then follow the instruction count, not the host)
 	accel=tcg-icount cpus=1
-	# (a second possible CPU, never online: a kernel that can only ever have one CPU
-	# patches its `lock` prefixes out, in C modules' LOCK_PREFIX atomics but not in
-	# Rust's `core` atomics, and the locked-instruction count would compare a UP C with
-	# an SMP Rust)
-	smp_extra=,maxcpus=2
+	# (`noreplace-smp`: a kernel with one CPU patches its `lock` prefixes out, in C
+	# modules' LOCK_PREFIX atomics but not in Rust's `core` atomics, and the locked
+	# instruction count would compare a UP C with an SMP Rust; real targets have more
+	# than one CPU)
+	cmdline_extra=" noreplace-smp"
 	accel_args=(-accel tcg,thread=single -cpu max -icount shift=0,align=off,sleep=off
 		-rtc clock=vm -seed 1 -plugin "$RRS_VM_COUNT,out=$run_dir/insn-count.txt,syms=$kbuild/System.map")
 fi
@@ -106,13 +106,14 @@ cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,v
 cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1 log_buf_len=16M"
 cmdline+=" RRS_REPO=$REPO_ROOT RRS_TEST_NAME=$name RRS_ACCEL=$accel"
 [ "$modtree" = "$kbuild/modroot" ] || cmdline+=" RRS_MODULES=installed"
+cmdline+=${cmdline_extra:-}
 [ $# -eq 0 ] || cmdline+=" RRS_ARGS=$(IFS=,; echo "$*")"
 
 log "booting $name ($accel, $cpus cpus, ${mem} MiB, limit ${timeout_s}s), log: $run_dir/serial.log"
 start=$(date +%s)
 set +e
 timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
-	-machine q35 "${accel_args[@]}" -smp "$cpus${smp_extra:-}" -m "$mem" \
+	-machine q35 "${accel_args[@]}" -smp "$cpus" -m "$mem" \
 	-nographic -no-reboot -nic none -monitor none \
 	-kernel "$bzimage" -append "$cmdline" \
 	-chardev stdio,id=con0,signal=off,logfile="$run_dir/serial.log" -serial chardev:con0 \
