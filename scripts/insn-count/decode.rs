@@ -10,9 +10,16 @@ pub enum Exit {
     Call { ret: u64 },
     /// A near return.
     Ret,
+    /// An unconditional jump that may be a tail call into another function: an indirect
+    /// one, or a direct one further than [`NEAR_JUMP`] bytes.
+    FarJump,
     /// An `iret`: the end of an interrupt or exception.
     Iret,
 }
+
+/// A direct jump this far or nearer stays in its function (loops, branches); further, it
+/// may be a tail call.
+pub const NEAR_JUMP: u64 = 2048;
 
 /// The instruction's legacy prefixes, whether one was `lock`, and the rest from the
 /// opcode on (after a REX prefix).
@@ -49,7 +56,16 @@ pub fn is_locked(bytes: &[u8]) -> bool {
 /// How the instruction `bytes`, last in its block and followed by `next`, leaves it.
 pub fn exit(bytes: &[u8], next: u64) -> Exit {
     let (_, rest) = split_prefixes(bytes);
+    let far = |rel: i64| rel.unsigned_abs() + bytes.len() as u64 > NEAR_JUMP;
     match rest.first() {
+        Some(0xe9) if rest.len() >= 5 => {
+            if far(i32::from_le_bytes([rest[1], rest[2], rest[3], rest[4]]) as i64) {
+                Exit::FarJump
+            } else {
+                Exit::Other
+            }
+        }
+        Some(0xff) if modrm(rest).is_some_and(|(reg, _)| reg == 4) => Exit::FarJump,
         Some(0xe8) => Exit::Call { ret: next },
         Some(0xff) if modrm(rest).is_some_and(|(reg, _)| reg == 2) => Exit::Call { ret: next },
         Some(0xc3 | 0xc2) => Exit::Ret,
@@ -76,7 +92,10 @@ mod tests {
         assert_eq!(exit(&[0xe8, 0, 0, 0, 0], 10), Exit::Call { ret: 10 });
         assert_eq!(exit(&[0xff, 0xd0], 7), Exit::Call { ret: 7 }); // call *%rax
         assert_eq!(exit(&[0x41, 0xff, 0xd3], 7), Exit::Call { ret: 7 }); // call *%r11
-        assert_eq!(exit(&[0xff, 0xe0], 7), Exit::Other); // jmp *%rax
+        assert_eq!(exit(&[0xff, 0xe0], 7), Exit::FarJump); // jmp *%rax
+        assert_eq!(exit(&[0xe9, 0x00, 0x10, 0x00, 0x00], 5), Exit::FarJump); // jmp +4096
+        assert_eq!(exit(&[0xe9, 0x00, 0x01, 0x00, 0x00], 5), Exit::Other); // jmp +256
+        assert_eq!(exit(&[0xeb, 0x10], 2), Exit::Other); // jmp short
         assert_eq!(exit(&[0xc3], 1), Exit::Ret);
         assert_eq!(exit(&[0xf3, 0xc3], 1), Exit::Ret); // rep ret
         assert_eq!(exit(&[0x48, 0xcf], 1), Exit::Iret); // iretq

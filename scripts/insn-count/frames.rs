@@ -3,7 +3,11 @@
 //! function below its caller's node): a call into the kernel image stays in its caller's
 //! node, so a node holds a module function's own code and the kernel helpers it calls,
 //! and the tree stays as small as the modules' call graph (a kernel's helpers are called
-//! from everywhere: lockdep alone would make hundreds of thousands of chains).
+//! from everywhere: lockdep alone would make hundreds of thousands of chains). A far
+//! jump into module code (a tail call: an indirect jump, or a direct one past a
+//! function's reach) gives the frame a node of the function it lands in, below the
+//! frame's caller: a transport's C helper that ends in `jmp *req->execute` hands the
+//! rest of the frame to the nvmet core's node.
 //!
 //! A block that ends in a call pushes a frame for the block that runs next (the callee)
 //! whose return lands after the call; a block that ends in a return pops, at the next
@@ -26,6 +30,8 @@ struct Frame {
     /// Where the call that made the frame returns to ([`BARRIER`]: an interrupt's).
     ret: u64,
     node: u32,
+    /// Whether `node` is the frame's own (its function is module code), not its caller's.
+    own: bool,
     /// An interrupt's barrier: how the interrupted block left, which the block after the
     /// `iret` continues.
     interrupted: Exit,
@@ -38,6 +44,9 @@ pub struct Frames {
     index: FastMap<(u32, u64), u32>,
     /// How the last block left.
     pending: Exit,
+    /// The node of code that runs with no frame (entered before the count, or at a new
+    /// thread): the root, or a module function it jumped to.
+    base: u32,
     /// Whether frames get nodes of their own: not before the first count begins (a boot
     /// runs through more distinct chains than all the counted windows together; its frames
     /// are the root's).
@@ -54,12 +63,13 @@ impl Frames {
             nodes: vec![(0, 0)],
             index: FastMap::default(),
             pending: Exit::Other,
+            base: 0,
             naming: true,
         }
     }
 
     fn top(&self) -> u32 {
-        self.stack.last().map_or(0, |f| f.node)
+        self.stack.last().map_or(self.base, |f| f.node)
     }
 
     fn node(&mut self, parent: u32, func: u64) -> u32 {
@@ -96,7 +106,8 @@ impl Frames {
         }
         match std::mem::replace(&mut self.pending, Exit::Other) {
             Exit::Call { ret } => {
-                let node = if vaddr >= self.modules_start {
+                let own = vaddr >= self.modules_start;
+                let node = if own {
                     self.node(self.top(), vaddr)
                 } else {
                     self.top()
@@ -104,8 +115,23 @@ impl Frames {
                 self.push(Frame {
                     ret,
                     node,
+                    own,
                     interrupted: Exit::Other,
                 });
+            }
+            Exit::FarJump if vaddr >= self.modules_start => {
+                // A tail call into module code: the rest of the frame is that function's.
+                let (node, own) = match self.stack.last() {
+                    Some(f) => (f.node, f.own),
+                    None => (self.base, self.base != 0),
+                };
+                let parent = if own { self.nodes[node as usize].0 } else { node };
+                let node = self.node(parent, vaddr);
+                match self.stack.last_mut() {
+                    Some(f) if f.ret != BARRIER => (f.node, f.own) = (node, true),
+                    Some(_) => {}
+                    None => self.base = node,
+                }
             }
             Exit::Ret => {
                 if let Some(i) = self
@@ -118,7 +144,7 @@ impl Frames {
                     }
                 }
             }
-            Exit::Iret | Exit::Other => {}
+            Exit::Iret | Exit::FarJump | Exit::Other => {}
         }
         self.top()
     }
@@ -131,6 +157,7 @@ impl Frames {
         self.push(Frame {
             ret: BARRIER,
             node,
+            own: true,
             interrupted,
         });
         node
@@ -140,6 +167,7 @@ impl Frames {
     pub fn switch(&mut self, vaddr: u64) -> u32 {
         self.stack.clear();
         self.pending = Exit::Other;
+        self.base = 0;
         self.node(0, vaddr)
     }
 
@@ -214,5 +242,30 @@ mod tests {
         assert_eq!(f.enter(0x310), module_fn);
         f.leave(Exit::Ret);
         assert_eq!(f.enter(0x2010), module_fn);
+    }
+
+    #[test]
+    fn a_tail_call_into_another_module_is_its_node() {
+        let mut f = Frames::new(0x1000);
+        f.leave(Exit::Call { ret: 0x1105 });
+        let transport = f.enter(0x2000);
+        f.leave(Exit::Call { ret: 0x2010 });
+        let helper = f.enter(0x2800);
+        assert_eq!(f.nodes[helper as usize], (transport, 0x2800));
+        // the helper's `jmp *execute`: the core's function, in the helper's place
+        f.leave(Exit::FarJump);
+        let core = f.enter(0x5000);
+        assert_eq!(f.nodes[core as usize], (transport, 0x5000));
+        // a kernel-image helper the core calls is the core's
+        f.leave(Exit::Call { ret: 0x5010 });
+        assert_eq!(f.enter(0x300), core);
+        f.leave(Exit::Ret);
+        assert_eq!(f.enter(0x5010), core);
+        // its return lands in the transport, after the helper's call
+        f.leave(Exit::Ret);
+        assert_eq!(f.enter(0x2010), transport);
+        // a far jump inside the kernel image changes nothing
+        f.leave(Exit::FarJump);
+        assert_eq!(f.enter(0x400), transport);
     }
 }
