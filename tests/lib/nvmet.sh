@@ -513,7 +513,8 @@ nvmet_lifecycle_test() {
 # run is over before the event lands. fio must
 # not create files: when the device node goes, it would re-open its path between passes
 # and carry on in a file of the same name. Returns once the device has completed writes
-# of the load (fio takes seconds to start under TCG), so the event that follows meets
+# of the load (fio takes seconds to start under TCG, over a minute under KASAN on a busy
+# host: the wait allows three), so the event that follows meets
 # I/O in flight.
 load_start() {
 	local stat=/sys/block/${1#/dev/}/stat before
@@ -524,7 +525,7 @@ load_start() {
 		--output=/tmp/fio-load.out >/dev/null 2>&1 &
 	LOAD_PID=$!
 	# (or fio ended: then it says why)
-	wait_until 60 bash -c "[ \$(awk '{print \$5}' $stat) -gt $before ] || ! kill -0 $LOAD_PID"
+	wait_until 180 bash -c "[ \$(awk '{print \$5}' $stat) -gt $before ] || ! kill -0 $LOAD_PID"
 	kill -0 "$LOAD_PID" 2>/dev/null || { cat /tmp/fio-load.out; fail "the load ended before the event"; }
 	sleep 1
 }
@@ -612,7 +613,7 @@ removal_during_reconnect() {
 	# in flight, each for 8 s, so the queues' release waits for them several seconds.
 	# At least two: the host's own partition scan of the namespace reads one block at a
 	# time, and its read may be about to end; fio keeps eight in flight.)
-	wait_until 30 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -ge 2 ]"
+	wait_until 90 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -ge 2 ]"
 	t0=$SECONDS
 	rdma link delete "${provider}0" &
 	pid=$!
