@@ -183,7 +183,7 @@ def read_run(run):
             "chains": chains, "nodes": nodes}
 
 
-def inclusive_costs(run, raw, n1, n2):
+def inclusive_costs(run, raw):
     """The transport's inclusive cost per I/O (transport_cost.py) of every window pair:
     {(transport, point): {round: {'insns', 'locked', 'by_function', 'locked_by_module'}}}."""
     common = os.path.join(raw, "kallsyms.txt")
@@ -305,7 +305,7 @@ def main():
         sys.exit("count-report: no complete window pair in the run")
 
     md = [f"# make bench, counted: instructions per I/O, {C} vs {RUST}\n"]
-    incl = inclusive_costs(run, raw, n1, n2)
+    incl = inclusive_costs(run, raw)
     tratio = f"{RUST}/{C}" if what != "Rust/C" else "Rust/C"
     md.append("## The transport's own cost, inclusive\n")
     md.append(
@@ -339,15 +339,8 @@ def main():
         pairs = [(c[k], r[k]) for k in sorted(c) if k in r]
         g, lo, hi = paired_ratio(pairs)
 
-        def med_spread(d):
-            v = list(d.values())
-            if not v:
-                return None, None
-            m = statistics.median(v)
-            return m, (max(v) - min(v)) / m
-
-        cm, cs = med_spread(c)
-        rm, rs = med_spread(r)
+        cm, cs = med_spread(c.values())
+        rm, rs = med_spread(r.values())
         interval = "–" if lo is None else f"{lo:.3f}–{hi:.3f}"
         md.append(
             f"| {p} | {cm:,.0f} | {cs:.2%} | {rm:,.0f} | {rs:.2%} | {rm - cm:+,.0f} | "
