@@ -31,7 +31,7 @@ use core::{
     ptr,
     sync::atomic::{
         AtomicPtr,
-        Ordering::{Acquire, Release},
+        Ordering::{Acquire, Relaxed, Release},
     },
 };
 use kernel::{
@@ -235,8 +235,9 @@ impl Request {
         }
         // An accepted command is not completed before it is executed: the slot comes back.
         // SAFETY: the core's answer to the hand-off above: it accepted the command, and
-        // holds nothing of the state until the request is executed or completed.
-        let Some(mut owner) = (unsafe { slot.resume(CORE_TAG) }) else {
+        // holds nothing of the state until the request is executed or completed, which
+        // only this slot's owner does: no `queue_response` for it runs now.
+        let Some(mut owner) = (unsafe { slot.resume_returned(CORE_TAG) }) else {
             pr_err!("a request the core accepted was given back meanwhile\n");
             return Ok(None);
         };
@@ -287,7 +288,9 @@ impl Request {
     /// transport `T`, which the core is completing or executing, while a reference on the
     /// queue's sq is held for `'a`: the request's own (`nvmet_req_complete` puts it after
     /// `queue_response` returned), or, when `nvmet_req_init` refuses the command and
-    /// completes it at once, the starter's (`SqEntered`).
+    /// completes it at once, the starter's (`SqEntered`). With `take`, the caller holds
+    /// the owner of the request's slot, resumed from the core: every other writer of the
+    /// request's `queue` holds it too, so nothing writes it meanwhile.
     pub(super) unsafe fn queue_of<'a, T: Transport>(
         req: *mut bindings::nvmet_req,
         take: bool,
@@ -296,11 +299,14 @@ impl Request {
         // live `Request` (the function's safety section). A non-null `queue` is the
         // address of the `Arc<T::Queue>` the queue's sq keeps until its destroy waited for
         // the request's sq reference (type invariant; `T` by the caller's promise), held
-        // for `'a`; an exchange takes it out once.
+        // for `'a`. A take clears it, as its only writer (the caller's promise): a load and
+        // a store, not an exchange.
         let kept = unsafe {
             let queue = &(*req.cast::<Self>()).queue;
             let kept = if take {
-                queue.swap(ptr::null_mut(), Acquire)
+                let kept = queue.load(Acquire);
+                queue.store(ptr::null_mut(), Relaxed);
+                kept
             } else {
                 queue.load(Acquire)
             };

@@ -274,15 +274,7 @@ impl<T: Transport> Ops<T> {
         // destroy waited for every sq reference; one is held through this call (the
         // request's, which `nvmet_req_complete` puts after `queue_response` returned, or,
         // for a command `nvmet_req_init` refused, the starter's).
-        let (request, queue) = unsafe {
-            let request = super::request::object_of::<T::Request>(req);
-            let queue = super::request::Request::queue_of::<T>(req, true);
-            (request, queue)
-        };
-        let Some(queue) = queue else {
-            pr_err!("a completed request names no queue; its response is not sent\n");
-            return;
-        };
+        let request = unsafe { super::request::object_of::<T::Request>(req) };
         // (Logged if the object's slot is not where its type says: `init` started no
         // request in such an object.)
         let Some(slot) = placed_slot(request) else {
@@ -295,7 +287,23 @@ impl<T: Transport> Ops<T> {
         // which only that slot's owner reaches to hand it over, and `placed_slot` finds
         // this one there (borrowed from the object, it is the same slot).
         let Some(owner) = (unsafe { slot.resume(CORE_TAG) }) else {
-            pr_err!("the nvmet core completed a request whose slot it does not hold; ignored\n");
+            pr_err!(
+                "the nvmet core completed a request whose slot it does not hold; ignored
+"
+            );
+            return;
+        };
+        // SAFETY: as above, with the sq reference held through this call; `owner` is the
+        // request's slot, resumed from the core.
+        let Some(queue) = (unsafe { super::request::Request::queue_of::<T>(req, true) }) else {
+            pr_err!(
+                "a completed request names no queue; its response is not sent
+"
+            );
+            // (back to the core's tag, as it was: nothing takes the slot again)
+            // SAFETY: the core's tag, below `LOCAL_TAGS`; a second answer of the core would
+            // find the slot as it did before this one.
+            unsafe { owner.hand_off_to_event(CORE_TAG) };
             return;
         };
         T::queue_response(queue, request, owner);

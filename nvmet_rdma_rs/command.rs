@@ -47,7 +47,10 @@ use crate::recv::{CmdSlot, RecvSlots, SharedSlots};
 use crate::wire::{self, status, DataPointer, COMMAND_SIZE};
 use core::{
     pin::Pin,
-    sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed},
+    sync::atomic::{
+        AtomicI32, AtomicU32,
+        Ordering::{AcqRel, Relaxed},
+    },
 };
 use kernel::{
     prelude::*,
@@ -117,6 +120,9 @@ pub(crate) struct RspState {
     data_taken: bool,
     /// RDMA work requests the context posts (send queue space reserved for them).
     n_rdma: u32,
+    /// Bytes the response's RDMA WRITEs carry to the host (0 without them): counted once
+    /// its SEND completed.
+    wrote: usize,
     /// The host's rkey to invalidate with the response.
     invalidate: Option<u32>,
     /// The data buffers the core allocated for a keyed transfer, while `rw` does not map
@@ -220,6 +226,7 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
             in_capsule: false,
             data_taken: false,
             n_rdma: 0,
+            wrote: 0,
             invalidate: None,
             data: None,
             rw: KBox::pin_init(RwCtx::new(), GFP_KERNEL)?,
@@ -413,6 +420,7 @@ impl Io {
         owner.in_capsule = false;
         owner.data_taken = false;
         owner.n_rdma = 0;
+        owner.wrote = 0;
         owner.invalidate = None;
         let started = Request::init(
             owner,
@@ -425,7 +433,7 @@ impl Io {
             sq,
             queue.ops(),
         );
-        queue.stats().commands.fetch_add(1, Relaxed);
+        queue.stats().commands.add(1);
         let mut owner = match started {
             Ok(Some(owner)) => owner,
             // The core completed the request already (through `queue_response`).
@@ -454,7 +462,7 @@ impl Io {
                 .map_keyed(&mut owner, &command, addr, len, key, invalidate)
                 .inspect(|()| {
                     if len > 0 {
-                        queue.stats().keyed.fetch_add(1, Relaxed);
+                        queue.stats().keyed.add(1);
                     }
                 }),
         });
@@ -463,7 +471,7 @@ impl Io {
             return;
         }
         if let Err((_, owner)) = self.execute(owner) {
-            queue.stats().sq_full_waits.fetch_add(1, Relaxed);
+            queue.stats().sq_full_waits.add(1);
             self.wait_for_space(queue, rsp.index, owner);
         }
     }
@@ -473,7 +481,8 @@ impl Io {
     /// the command needs, and its slot back.
     fn execute<'a>(&self, owner: RspOwner<'a>) -> Result<(), (i32, RspOwner<'a>)> {
         let needed = owner.send_wrs();
-        if self.sq_wr_avail.fetch_sub(needed, Relaxed) < needed {
+        // (acquire and release: see `run_waiting`)
+        if self.sq_wr_avail.fetch_sub(needed, AcqRel) < needed {
             self.sq_wr_avail.fetch_add(needed, Relaxed);
             return Err((needed, owner));
         }
@@ -499,7 +508,8 @@ impl Io {
         mut owner: RspOwner<'_>,
         end: TransferEnd<'_>,
     ) {
-        self.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
+        // (acquire and release: see `run_waiting`, which this release ends with)
+        self.sq_wr_avail.fetch_add(owner.send_wrs(), AcqRel);
         free_data(&mut owner, end);
         owner.in_use = false;
         // (free before it is listed: whoever takes it from the list claims it)

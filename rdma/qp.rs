@@ -361,16 +361,18 @@ impl Qp<'_> {
                     .and_then(|_| rw.as_mut().wrs(cqe, core::ptr::null_mut(), cqe as usize)),
                 None => Err(EINVAL),
             };
-            let first = match prepared {
-                Ok((first, _, _)) => first,
+            let (first, open) = match prepared {
+                Ok((first, _, open, _)) => (first, open),
                 // Nothing posted: the record goes, and its context with what it mapped.
                 Err(e) => return finish_post::<F>(self.records, e.to_errno(), true, record),
             };
             // SAFETY: `first` heads the context's requests, which the provider copies
             // before it returns; the last carries the record's entry, and the record (with
             // the context and the buffer it maps) lives until that completion ran or the
-            // QP ended (`in_flight`).
-            let (ret, refused) = posted(unsafe { self.gate.post_send(first) });
+            // QP ended (`in_flight`). (`open` is the pass of this QP, whose handle the
+            // context was bound to above.)
+            let (ret, refused) = posted(unsafe { open.post_send(first) });
+            drop(open);
             finish_post::<F>(self.records, ret, refused, record)
         })
     }

@@ -12,12 +12,9 @@
 //! after the drain fails with `ENOTCONN`, and nothing reaches a destroyed QP. The prepared
 //! requests themselves, and what they are bound to, are in `qp_handle/requests.rs`.
 
+use super::kernel_gaps::percpu_gate::{Pass, PercpuGate};
 use super::{bindings, cqe::Received};
-use core::{
-    mem::MaybeUninit,
-    ptr,
-    sync::atomic::{AtomicU32, Ordering::SeqCst},
-};
+use core::{pin::Pin, ptr};
 
 mod requests;
 
@@ -28,120 +25,108 @@ use kernel::{
 pub(crate) use requests::{BoundRequest, Range, RecvWr, SendWr};
 pub(super) use requests::{Entry, PostTarget};
 
-/// The gate is open: requests may be posted.
-const OPEN: u32 = 0;
-/// The QP is drained or being drained: nothing is posted any more, but the QP exists
-/// (contexts mapped on it may still be destroyed).
-const CLOSED: u32 = 1;
-/// The QP is being destroyed, or is gone.
-const GONE: u32 = 2;
-
-/// What a QP's owner and its handles share: the QP, and the gate every use of it
+/// What a QP's owner and its handles share: the QP, and the gates every use of it
 /// through a handle passes.
 ///
 /// # Invariants
 ///
-/// `qp` is a live QP of port `port` while `state` is below [`GONE`]. A use enters by
-/// counting itself in `users` (fully ordered) and then checking `state`; the owner moves
-/// `state` on (fully ordered) and then waits for `users` to reach 0, so that once it saw
-/// 0, every later use sees the new state: after [`QpGate::close`] nothing is posted, and
-/// after [`QpGate::retire`] nothing reaches the QP.
+/// `qp` is a live QP of port `port` until `using` is closed. A post passes `posting`, any
+/// other use `using`; the owner closes `posting` before it drains the QP (nothing is
+/// posted after the drain's markers) and then `using` before it destroys the QP (nothing
+/// reaches it after); `using` is closed only once `posting` is.
+#[pin_data]
 pub(super) struct QpGate {
     qp: *mut bindings::ib_qp,
     port: u32,
-    // (`core` atomics: every post of the data path passes the gate, and the kernel crate's
-    // `Atomic` calls out-of-line C helpers on this kernel, about 50 instructions per pass;
-    // these compile to one locked instruction and a load.)
-    state: AtomicU32,
-    users: AtomicU32,
+    // (`percpu_ref`s: every post of the data path passes a gate, and a counter shared by
+    // the CPUs would cost two locked instructions per pass)
+    #[pin]
+    posting: PercpuGate,
+    #[pin]
+    using: PercpuGate,
 }
 
 // SAFETY: a QP may be posted to and its `rdma_rw` contexts used from any CPU (the drivers
-// lock their queues); the gate's state is atomic.
+// lock their queues); the gates are `Sync`.
 unsafe impl Send for QpGate {}
 // SAFETY: as above.
 unsafe impl Sync for QpGate {}
 
-impl QpGate {
-    /// The gate of `qp` of port `port`, open, in `place` (allocated before the QP, so
-    /// that making the gate cannot fail once the QP exists).
+/// A [`QpGate`] whose QP does not exist yet: allocated, with its per-CPU counters, before
+/// the QP is created, so that nothing can fail once it exists.
+pub(super) struct UnopenedGate(Pin<UniqueArc<QpGate>>);
+
+impl UnopenedGate {
+    /// Allocates a gate.
+    pub(super) fn new() -> Result<Self> {
+        let gate = UniqueArc::pin_init(
+            try_pin_init!(QpGate {
+                qp: ptr::null_mut(),
+                port: 0,
+                posting <- PercpuGate::new(),
+                using <- PercpuGate::new(),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        Ok(Self(gate))
+    }
+
+    /// The gate of `qp` of port `port`, open.
     ///
     /// # Safety
     ///
     /// `qp` is live, and stays live until [`QpGate::retire`] returned.
-    pub(super) unsafe fn new(
-        place: UniqueArc<MaybeUninit<Self>>,
-        qp: *mut bindings::ib_qp,
-        port: u32,
-    ) -> Arc<Self> {
-        // INVARIANT: open; the QP is live until `retire` (the caller's promise).
-        place
-            .write(Self {
-                qp,
-                port,
-                state: AtomicU32::new(OPEN),
-                users: AtomicU32::new(0),
-            })
-            .into()
+    pub(super) unsafe fn open(self, qp: *mut bindings::ib_qp, port: u32) -> Arc<QpGate> {
+        let mut gate = self.0;
+        let fields = gate.as_mut().project();
+        // INVARIANT: the QP is live until `retire` (the caller's promise); both gates are
+        // open (new), and nobody else holds the gate yet.
+        *fields.qp = qp;
+        *fields.port = port;
+        gate.into()
     }
+}
 
-    /// Runs `f` on the QP if the gate's state is at most `upto`; `ENOTCONN` otherwise.
+impl QpGate {
+    /// Runs `f` on the QP if `gate` (one of the two) lets it through; `ENOTCONN` otherwise.
+    #[inline]
     fn with_qp<R>(
         &self,
-        upto: u32,
+        gate: &PercpuGate,
         f: impl FnOnce(*mut bindings::ib_qp) -> Result<R>,
     ) -> Result<R> {
-        // Sequentially consistent on both sides (here and in `move_to`): either this sees
-        // the new state, or `move_to` sees this use and waits for it.
-        self.users.fetch_add(1, SeqCst);
-        let result = if self.state.load(SeqCst) <= upto {
-            f(self.qp)
-        } else {
-            Err(super::code::enotconn())
+        // (the pass keeps the gate's close waiting until `f` returned)
+        let Some(_pass) = gate.enter() else {
+            return Err(super::code::enotconn());
         };
-        self.users.fetch_sub(1, SeqCst);
-        result
+        f(self.qp)
     }
 
-    /// Moves the state on to `state` (if it is not there yet) and waits for the uses
-    /// under way.
-    fn move_to(&self, state: u32) {
-        if self.state.load(SeqCst) < state {
-            self.state.swap(state, SeqCst);
-        }
-        while self.users.load(SeqCst) != 0 {
-            kernel::time::delay::fsleep(kernel::time::Delta::from_micros(50));
-        }
+    /// A pass through the posting gate: `None` once posting is closed.
+    #[inline]
+    pub(super) fn open(&self) -> Option<OpenQp<'_>> {
+        // INVARIANT: the pass holds the posting gate open.
+        Some(OpenQp {
+            gate: self,
+            _pass: self.posting.enter()?,
+        })
     }
 
     /// Posts the chain of send work requests that starts at `first`, unless posting is
-    /// closed (`ENOTCONN`). On failure, whether nothing was posted: refused here, or the
-    /// provider refused the chain's first request. A provider may also fail after it
-    /// queued part of the chain, or all of it (siw, when it cannot start sending), and
-    /// those requests complete later, if only when the QP is drained.
+    /// closed (`ENOTCONN`); see [`OpenQp::post_send`].
     ///
     /// # Safety
     ///
-    /// `first` and the requests it links to are valid for the call; the completion entry
-    /// each carries, and the memory it points to, stay alive and in place until its
-    /// completion ran or the QP was drained; a [`super::cqe::SlotCqe`] lives where the QP's completions find it (the handler of
-    /// the id that owns the QP, whose type is the entry's handler's `Connection`); a
-    /// `SlotCqe` is carried only by requests posted from its object's slot
-    /// ([`super::slot_post::Owner::post`]), last in their chain.
+    /// As for [`OpenQp::post_send`].
     pub(super) unsafe fn post_send(
         &self,
         first: *const bindings::ib_send_wr,
     ) -> Result<(), (Error, bool)> {
-        let mut bad: *const bindings::ib_send_wr = ptr::null();
-        let mut at_gate = true;
-        let posted = self.with_qp(OPEN, |qp| {
-            at_gate = false;
-            // SAFETY: the QP is live while the gate lets the call through (type
-            // invariant); the provider copies the requests before it returns (the
-            // function's safety section), and may point `bad` at one of them.
-            super::to_result(unsafe { bindings::rdma_rs_ib_post_send(qp, first, &mut bad) })
-        });
-        posted.map_err(|e| (e, at_gate || ptr::eq(bad, first)))
+        let Some(open) = self.open() else {
+            return Err((super::code::enotconn(), true));
+        };
+        // SAFETY: the caller's promise.
+        unsafe { open.post_send(first) }
     }
 
     /// Posts the receive `wr`, unless posting is closed (`ENOTCONN`). On failure, whether
@@ -156,7 +141,7 @@ impl QpGate {
     ) -> Result<(), (Error, bool)> {
         let mut bad: *const bindings::ib_recv_wr = ptr::null();
         let mut at_gate = true;
-        let posted = self.with_qp(OPEN, |qp| {
+        let posted = self.with_qp(&self.posting, |qp| {
             at_gate = false;
             // SAFETY: as in `post_send`.
             super::to_result(unsafe { bindings::rdma_rs_ib_post_recv(qp, wr, &mut bad) })
@@ -168,13 +153,71 @@ impl QpGate {
     /// handle fails with `ENOTCONN`, so the drain that follows completes every request
     /// there is. Process context.
     pub(super) fn close(&self) {
-        self.move_to(CLOSED);
+        self.posting.close();
     }
 
-    /// Retires the QP before its owner destroys it: waits for the uses under way; from
-    /// now on, nothing reaches the QP through a handle. Process context.
+    /// Retires the QP before its owner destroys it: closes posting if it is not, and waits
+    /// for the uses under way; from now on, nothing reaches the QP through a handle.
+    /// Process context.
     pub(super) fn retire(&self) {
-        self.move_to(GONE);
+        // INVARIANT: `using` closes after `posting`.
+        self.posting.close();
+        self.using.close();
+    }
+}
+
+/// A pass through a QP's posting gate, for one step of its user: while it is held the QP
+/// takes requests (its drain did not begin, and its owner's close waits for the pass).
+/// Taken once for what a step prepares and posts (an `rdma_rw` context's work requests
+/// and their post), so that they pass the gate once.
+///
+/// # Invariants
+///
+/// `_pass` holds `gate`'s posting gate open.
+pub(crate) struct OpenQp<'a> {
+    gate: &'a QpGate,
+    _pass: Pass<'a>,
+}
+
+impl OpenQp<'_> {
+    /// The QP, live and taking requests while the pass is held.
+    pub(super) fn raw(&self) -> *mut bindings::ib_qp {
+        self.gate.qp
+    }
+
+    /// The port the QP uses.
+    pub(super) fn port_num(&self) -> u32 {
+        self.gate.port
+    }
+
+    /// Whether this is a pass of `handle`'s QP.
+    pub(super) fn is_of(&self, handle: &QpHandle) -> bool {
+        ptr::eq(self.gate, &*handle.gate)
+    }
+
+    /// Posts the chain of send work requests that starts at `first`. On failure, whether
+    /// nothing was posted: the provider refused the chain's first request. A provider may
+    /// also fail after it queued part of the chain, or all of it (siw, when it cannot
+    /// start sending), and those requests complete later, if only when the QP is drained.
+    ///
+    /// # Safety
+    ///
+    /// `first` and the requests it links to are valid for the call; the completion entry
+    /// each carries, and the memory it points to, stay alive and in place until its
+    /// completion ran or the QP was drained; a [`super::cqe::SlotCqe`] lives where the
+    /// QP's completions find it (the handler of the id that owns the QP, whose type is the
+    /// entry's handler's `Connection`); a `SlotCqe` is carried only by requests posted from
+    /// its object's slot ([`super::slot_post::Owner::post`]), last in their chain.
+    pub(super) unsafe fn post_send(
+        &self,
+        first: *const bindings::ib_send_wr,
+    ) -> Result<(), (Error, bool)> {
+        let mut bad: *const bindings::ib_send_wr = ptr::null();
+        // SAFETY: the QP is live and takes requests while the pass is held (type
+        // invariant); the provider copies the requests before it returns (the function's
+        // safety section), and may point `bad` at one of them.
+        let ret = unsafe { bindings::rdma_rs_ib_post_send(self.raw(), first, &mut bad) };
+        super::to_result(ret).map_err(|e| (e, ptr::eq(bad, first)))
     }
 }
 
@@ -220,7 +263,13 @@ impl QpHandle {
         &self,
         f: impl FnOnce(*mut bindings::ib_qp) -> Result<R>,
     ) -> Result<R> {
-        self.gate.with_qp(OPEN, f)
+        self.gate.with_qp(&self.gate.posting, f)
+    }
+
+    /// A pass through the QP's posting gate, for what a step prepares and posts: `None`
+    /// from the drain on.
+    pub(super) fn open(&self) -> Option<OpenQp<'_>> {
+        self.gate.open()
     }
 
     /// Runs `f` on the QP, which exists while it runs (before its owner retired it):
@@ -229,7 +278,7 @@ impl QpHandle {
         &self,
         f: impl FnOnce(*mut bindings::ib_qp) -> Result<R>,
     ) -> Result<R> {
-        self.gate.with_qp(CLOSED, f)
+        self.gate.with_qp(&self.gate.using, f)
     }
 
     /// The gate the handle passes, for posting prepared chains
@@ -254,7 +303,7 @@ impl QpHandle {
         }
         // (the token while it is the caller's: back on any failure that posted nothing)
         let mut token = Some(received);
-        let posted = self.gate.with_qp(OPEN, |qp| {
+        let posted = self.gate.with_qp(&self.gate.posting, |qp| {
             let received = token.take().ok_or(EINVAL)?;
             // SAFETY: the QP takes requests (its drain did not begin), so the receive's
             // entry, made for it, lives (`RecvWr`'s invariant).

@@ -19,7 +19,7 @@
 
 use super::{
     bindings,
-    qp_handle::{QpHandle, SendWr},
+    qp_handle::{OpenQp, QpHandle, SendWr},
     signature::{SigAttrs, SigError},
     slot_post::{Prepared, Resumes},
     Device,
@@ -266,7 +266,7 @@ impl<S: SgLists> RwCtx<S> {
         cqe: *mut bindings::ib_cqe,
         chain: *mut bindings::ib_send_wr,
         ends_with: usize,
-    ) -> Result<(*mut bindings::ib_send_wr, &QpHandle, &mut bool)> {
+    ) -> Result<(*mut bindings::ib_send_wr, &QpHandle, OpenQp<'_>, &mut bool)> {
         // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
         let this = unsafe { self.get_unchecked_mut() };
         if this.mapping.is_none() {
@@ -277,19 +277,19 @@ impl<S: SgLists> RwCtx<S> {
             return Err(EBUSY);
         }
         let ctx = this.ctx.get();
-        let port = qp.port_num();
-        let first = qp.with_qp(|raw| {
-            // SAFETY: the context is initialised for the bound QP (type invariant) and
-            // pinned; the QP is live while the handle lets the call through; it links the
-            // context's own work requests and `chain`, which the caller posts at once.
-            Ok(unsafe { bindings::rdma_rw_ctx_wrs(ctx, raw, port, cqe, chain) })
-        })?;
+        // (one pass for the requests and their post: the caller posts through it)
+        let open = qp.open().ok_or_else(super::code::enotconn)?;
+        // SAFETY: the context is initialised for the bound QP (type invariant) and pinned;
+        // the QP is live while the pass is held; it links the context's own work requests
+        // and `chain`, which the caller posts at once.
+        let first =
+            unsafe { bindings::rdma_rw_ctx_wrs(ctx, open.raw(), open.port_num(), cqe, chain) };
         // INVARIANT: the caller posts them now (`Prepared`). (A failed post may have posted
         // part of the chain: the context is not posted again, and is destroyed once its QP
         // is drained.)
         this.posted = true;
         this.ends_with = ends_with;
-        Ok((first, qp, &mut this.posted))
+        Ok((first, qp, open, &mut this.posted))
     }
 
     /// The mapped transfer alone, ready to post ([`super::slot_post::Owner::post`]); its
@@ -297,12 +297,14 @@ impl<S: SgLists> RwCtx<S> {
     /// transfer was posted already.
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
         let (cqe, resumes) = self.completion()?;
-        let (first, qp, posted) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
+        let (first, qp, open, posted) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
         // SAFETY: `first` heads the context's own work requests, which live in the
         // context `self` borrows (and in what `rdma_rw` allocated for it) until it is
         // destroyed; the last carries `cqe`, whose completion resumes what the binding
         // says.
-        Ok(unsafe { Prepared::new(first, qp, resumes) }.with_posted_flag(posted))
+        Ok(unsafe { Prepared::new(first, qp, resumes) }
+            .with_posted_flag(posted)
+            .with_pass(open))
     }
 
     /// The mapped transfer, unsignaled, followed by `send` in one chain, ready to post:
@@ -318,10 +320,12 @@ impl<S: SgLists> RwCtx<S> {
         }
         let ends_with = send.completion_key();
         let resumes = send.resumes();
-        let (first, qp, posted) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
+        let (first, qp, open, posted) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
         // SAFETY: `first` heads the context's work requests and then `send`, all in what
         // `'a` borrows; the SEND is the last, whose completion resumes what it says.
-        Ok(unsafe { Prepared::new(first, qp, resumes) }.with_posted_flag(posted))
+        Ok(unsafe { Prepared::new(first, qp, resumes) }
+            .with_posted_flag(posted)
+            .with_pass(open))
     }
 
     /// What the signature MR's PI checks found once the transfer completed: `None` if they

@@ -9,7 +9,7 @@
 use super::{
     bindings,
     kernel_gaps::slot::{Owner, Tag, MAX_COMPLETION_TAG},
-    qp_handle::QpHandle,
+    qp_handle::{OpenQp, QpHandle},
 };
 use core::{marker::PhantomData, ptr};
 use kernel::prelude::*;
@@ -38,6 +38,7 @@ impl<T> Owner<'_, T> {
         let mut prepared = prepared;
         // (taken: `Prepared`'s drop no longer clears it)
         let posted_flag = prepared.posted.take();
+        let open = prepared.open.take();
         let (first, qp, resumes) = (prepared.first, prepared.qp, prepared.resumes);
         drop(prepared);
         let tag = match resumes {
@@ -61,7 +62,14 @@ impl<T> Owner<'_, T> {
         // what it posts waits for that before it resumes the slot. Their completion
         // entries and buffers outlive them (`BoundRequest`'s and `RwBinding`'s
         // invariants).
-        let posted = unsafe { qp.gate().post_send(first) };
+        let posted = unsafe {
+            match &open {
+                // (the pass the requests were prepared under, of the same QP: `Prepared`)
+                Some(open) => open.post_send(first),
+                None => qp.gate().post_send(first),
+            }
+        };
+        drop(open);
         match posted {
             Ok(()) => {
                 // SAFETY: started above with `tag`, ended here only.
@@ -103,6 +111,9 @@ pub(crate) struct Prepared<'a> {
     /// The flag of the `rdma_rw` context whose requests head the chain, which says they
     /// were posted: cleared again if the provider refuses the chain's first request.
     posted: Option<&'a mut bool>,
+    /// The pass through `qp`'s posting gate the requests were prepared under, which their
+    /// post uses too (else it takes one).
+    open: Option<OpenQp<'a>>,
     _state: PhantomData<&'a mut ()>,
 }
 
@@ -124,6 +135,7 @@ impl<'a> Prepared<'a> {
             qp,
             resumes,
             posted: None,
+            open: None,
             _state: PhantomData,
         }
     }
@@ -132,6 +144,17 @@ impl<'a> Prepared<'a> {
     /// or a drop without a post, marks them not posted again.
     pub(super) fn with_posted_flag(mut self, posted: &'a mut bool) -> Self {
         self.posted = Some(posted);
+        self
+    }
+}
+
+impl<'a> Prepared<'a> {
+    /// Requests prepared under `open`, a pass through their QP's posting gate: their post
+    /// uses it (a pass of another QP is dropped, and the post takes its own).
+    pub(super) fn with_pass(mut self, open: OpenQp<'a>) -> Self {
+        if open.is_of(self.qp) {
+            self.open = Some(open);
+        }
         self
     }
 }

@@ -185,7 +185,8 @@ def read_run(run):
 
 def inclusive_costs(run, raw):
     """The transport's inclusive cost per I/O (transport_cost.py) of every window pair:
-    {(transport, point): {round: {'insns', 'locked', 'by_function', 'locked_by_module'}}}."""
+    {(transport, point): {round: {'insns', 'locked', 'by_function', 'locked_by_function',
+    'locked_by_module'}}}."""
     common = os.path.join(raw, "kallsyms.txt")
     symbols, per_window = {}, {}
     for label, (chains, locked) in run["chains"].items():
@@ -210,6 +211,7 @@ def inclusive_costs(run, raw):
             "insns": (r2["insns"] - r1["insns"]) / d,
             "locked": (r2["locked"] - r1["locked"]) / d,
             "by_function": per_io(r1["by_function"], r2["by_function"], d),
+            "locked_by_function": per_io(r1["locked_by_function"], r2["locked_by_function"], d),
             "locked_by_module": per_io(r1["locked_by_module"], r2["locked_by_module"], d),
         }
     return out
@@ -255,10 +257,12 @@ def inclusive_split(incl, split_points, rounds):
             by_round = incl.get((t, point), {})
             if not by_round:
                 continue
-            fns, mods = {}, {}
+            fns, fn_locked, mods = {}, {}, {}
             for r in by_round.values():
                 for f, v in r["by_function"].items():
                     fns[f] = fns.get(f, 0) + v / len(by_round)
+                for f, v in r.get("locked_by_function", {}).items():
+                    fn_locked[f] = fn_locked.get(f, 0) + v / len(by_round)
                 for m, v in r["locked_by_module"].items():
                     mods[m] = mods.get(m, 0) + v / len(by_round)
             top = sorted(((v, f) for f, v in fns.items() if f), reverse=True)[:15]
@@ -266,10 +270,10 @@ def inclusive_split(incl, split_points, rounds):
             out.append(f"\n## {point}: {t}, inclusive, by transport function\n")
             out.append("Each transport function's own code and the kernel helpers it calls "
                        "(not the provider, the nvmet core or the backend), per I/O:\n")
-            out.append("| function | insns/I/O |")
-            out.append("|---|---:|")
+            out.append("| function | insns/I/O | locked/I/O |")
+            out.append("|---|---:|---:|")
             for v, f in top:
-                out.append(f"| `{names[f]}` | {v:,.1f} |")
+                out.append(f"| `{names[f]}` | {v:,.1f} | {fn_locked.get(f, 0):,.1f} |")
             out.append(f"\nLocked instructions per I/O by module, {t}:\n")
             out.append("| module | locked/I/O |")
             out.append("|---|---:|")

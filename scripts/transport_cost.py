@@ -26,7 +26,8 @@ def kind_of(module, transport_module):
 
 
 def inclusive(chains, nodes, syms, transport_module):
-    """{'insns', 'locked', 'by_function': {transport function: insns}} of one window.
+    """{'insns', 'locked', 'by_function': {transport function: insns},
+    'locked_by_function': {transport function: locked}} of one window.
 
     chains: [(node, insns, locked)]; nodes: {id: (parent, func)}; syms: a
     count_report.Symbols with the window's transport loaded."""
@@ -53,7 +54,7 @@ def inclusive(chains, nodes, syms, transport_module):
         return owner[node]
 
     total = locked = 0
-    by_function = {}
+    by_function, locked_by_function = {}, {}
     for node, insns, lk in chains:
         k, fn = owner_of(node)
         if k != "transport":
@@ -61,7 +62,9 @@ def inclusive(chains, nodes, syms, transport_module):
         total += insns
         locked += lk
         by_function[fn] = by_function.get(fn, 0) + insns
-    return {"insns": total, "locked": locked, "by_function": by_function}
+        locked_by_function[fn] = locked_by_function.get(fn, 0) + lk
+    return {"insns": total, "locked": locked, "by_function": by_function,
+            "locked_by_function": locked_by_function}
 
 
 def locked_by_module(blocks_locked, syms):

@@ -38,7 +38,7 @@ pub(crate) fn recv_done(
     wc: &WorkCompletion,
 ) {
     let Some(received) = received else {
-        queue.stats().duplicate_completions.fetch_add(1, Relaxed);
+        queue.stats().duplicate_completions.add(1);
         return;
     };
     let Some(io) = queue.io() else {
@@ -72,7 +72,7 @@ pub(crate) fn recv_done(
 /// (a provider's second completion of the same request).
 fn resumed<'a>(queue: &impl Connection, owner: Option<RspOwner<'a>>) -> Option<RspOwner<'a>> {
     if owner.is_none() {
-        queue.stats().duplicate_completions.fetch_add(1, Relaxed);
+        queue.stats().duplicate_completions.add(1);
     }
     owner
 }
@@ -110,7 +110,7 @@ pub(crate) fn read_done(
     queue
         .stats()
         .read_bytes
-        .fetch_add(owner.req.transfer_len() as u64, Relaxed);
+        .add(owner.req.transfer_len() as u64);
     let pi_status = if owner.rw.is_signature() {
         io.pi_status(&owner)
     } else {
@@ -179,6 +179,9 @@ pub(crate) fn send_done(
     let Some(owner) = resumed(&*queue, owner) else {
         return;
     };
+    if wc.is_ok() && owner.wrote != 0 {
+        queue.stats().write_bytes.add(owner.wrote as u64);
+    }
     if let Some(io) = queue.io() {
         io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
     }
@@ -210,12 +213,9 @@ pub(crate) fn queue_response(
     let transfer_len = owner.req.transfer_len();
     let data_out = !owner.write && transfer_len > 0 && !owner.in_capsule;
     let with_data = data_out && owner.req.status() == 0 && owner.rw.is_mapped();
-    if with_data {
-        queue
-            .stats()
-            .write_bytes
-            .fetch_add(transfer_len as u64, Relaxed);
-    }
+    // (counted when the SEND completes, in the completion context, where the counters
+    // are taken)
+    owner.wrote = if with_data { transfer_len } else { 0 };
     // The core is done with the command and its in-capsule data: the receive slot goes
     // back to the device (as the C transport's `nvmet_rdma_queue_response` does).
     if let Some(received) = owner.recv.take() {

@@ -9,10 +9,7 @@
 use super::{handle_command, Connection, Io};
 use crate::rdma::cqe::Received;
 use crate::send_wait::SendWaitList;
-use core::sync::atomic::{
-    fence, AtomicBool, AtomicU32,
-    Ordering::{Relaxed, SeqCst},
-};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use kernel::{
     alloc::kvec::PushError,
     new_spinlock,
@@ -134,10 +131,10 @@ impl SlotLists {
         }
         self.parked_n.fetch_add(1, Relaxed);
         // Slots free in completion callbacks, which usually run one at a time, but not
-        // always (a drain on an SRQ polls the shared CQ directly). Pairs with the fence in
-        // `start_parked`: either the release that freed a slot sees this entry, or this
-        // sees the slot.
-        fence(SeqCst);
+        // always (a drain on an SRQ polls the shared CQ directly). The free list's lock
+        // orders this against a release (`start_parked`): either its push came first and
+        // the pop below finds the slot, or this lock came first, and the count above
+        // happened before the release's check, which sees the entry.
         let freed = self.free.lock().pop();
         if let Some(rsp) = freed {
             // (the entry pushed above, still the last one: the lock is held since)
@@ -148,16 +145,17 @@ impl SlotLists {
             // (not reached)
             self.free_slot(queue, rsp);
         }
-        queue.stats().rsp_waits.fetch_add(1, Relaxed);
+        queue.stats().rsp_waits.add(1);
         Parked::Yes
     }
 
-    /// A response slot was freed: starts the oldest parked command, if any.
+    /// A response slot was freed (pushed on the free list, whose lock orders this check
+    /// against a command parking: see `park_for_slot`): starts the oldest parked command,
+    /// if any.
     #[inline]
     pub(super) fn start_parked(&self, queue: ArcBorrow<'_, impl Connection>, io: &Io) {
-        // Pairs with the fence in `park_for_slot`. (The check inline: every release makes
-        // it, and almost never finds a parked command.)
-        fence(SeqCst);
+        // (The check inline: every release makes it, and almost never finds a parked
+        // command.)
         if self.parked_n.load(Relaxed) != 0 {
             self.start_oldest_parked(queue, io);
         }

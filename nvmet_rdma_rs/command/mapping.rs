@@ -11,7 +11,6 @@ use crate::nvmet::{request::DataSgls, Request};
 use crate::rdma::rw::{Direction, Remote, TransferEnd};
 use crate::wire::{self, status, COMMAND_SIZE};
 use crate::{pi, protection};
-use core::sync::atomic::Ordering::Relaxed;
 use kernel::{prelude::*, sync::ArcBorrow};
 
 impl Io {
@@ -59,7 +58,7 @@ impl Io {
             )
             .map_err(|_| bad_offset)?;
         state.in_capsule = true;
-        queue.stats().in_capsule.fetch_add(1, Relaxed);
+        queue.stats().in_capsule.add(1);
         Ok(())
     }
 

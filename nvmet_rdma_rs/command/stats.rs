@@ -4,31 +4,57 @@
 
 #![forbid(unsafe_code)]
 
-use core::sync::atomic::{AtomicU32, AtomicU64};
+use core::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{self, Relaxed},
+};
+
+/// A counter that one context at a time adds to: the queue's completion context, where
+/// every count of the data path is taken (the completion handlers of a queue run one at a
+/// time; an SRQ's drain, which polls beside them, is the one exception, at teardown).
+/// An add is a load and a store, not a locked read-modify-write: it costs what a per-CPU
+/// counter does, and an add that races with another may be lost (a statistic, never a
+/// decision). Readers may read it from anywhere.
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`.
+    #[inline]
+    pub(crate) fn add(&self, n: u64) {
+        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+
+    /// The count (the ordering is the load's).
+    pub(crate) fn load(&self, order: Ordering) -> u64 {
+        self.0.load(order)
+    }
+}
 
 /// What an operator wants to know about a queue (debugfs `queues`).
 #[derive(Default)]
 pub(crate) struct QueueStats {
     /// Commands received and handed to the nvmet core.
-    pub(crate) commands: AtomicU64,
+    pub(crate) commands: Counter,
     /// Bytes the target RDMA READ from the host (host-to-controller data).
-    pub(crate) read_bytes: AtomicU64,
-    /// Bytes the target RDMA WROTE to the host (controller-to-host data).
-    pub(crate) write_bytes: AtomicU64,
+    pub(crate) read_bytes: Counter,
+    /// Bytes the target RDMA WROTE to the host (controller-to-host data), counted when
+    /// the response that follows them completes.
+    pub(crate) write_bytes: Counter,
     /// Commands whose data came in the capsule.
-    pub(crate) in_capsule: AtomicU64,
+    pub(crate) in_capsule: Counter,
     /// Commands whose data moved by RDMA READ or WRITE (a keyed SGL).
-    pub(crate) keyed: AtomicU64,
+    pub(crate) keyed: Counter,
     /// Times a command waited for send queue space.
-    pub(crate) sq_full_waits: AtomicU64,
+    pub(crate) sq_full_waits: Counter,
     /// The most response slots in use at once (of `Io::response_slots`): how close the
     /// host came to the bound a well-behaved host stays within.
     pub(crate) rsp_peak: AtomicU32,
     /// Commands that found every response slot busy and waited for one.
-    pub(crate) rsp_waits: AtomicU64,
-    /// Failed work completions and malformed capsules.
+    pub(crate) rsp_waits: Counter,
+    /// Failed work completions and malformed capsules (any context: atomic).
     pub(crate) errors: AtomicU64,
     /// Completions a response slot did not wait for (siw's second completion of one RDMA
     /// READ, on a flush), ignored.
-    pub(crate) duplicate_completions: AtomicU64,
+    pub(crate) duplicate_completions: Counter,
 }

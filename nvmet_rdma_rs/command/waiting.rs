@@ -36,8 +36,8 @@ impl Io {
             self.waiters.fetch_add(1, Relaxed);
         }
         // Space may have come back between the failed try and the push, from a
-        // completion that ran beside this one and saw no waiter: completions usually run
-        // one at a time, but a drain on an SRQ polls the shared CQ outside its worker.
+        // completion that ran beside this one and saw no waiter: try again (see
+        // `run_waiting`).
         self.run_waiting(queue);
     }
 
@@ -55,11 +55,20 @@ impl Io {
         owner
     }
 
-    /// Starts waiting commands in order while the send queue has room.
+    /// Starts waiting commands in order while the send queue has room: after a release
+    /// returned send queue space (`sq_wr_avail`, acquire and release), or a command was
+    /// listed.
+    ///
+    /// No fence: a command that found the queue full lists itself and counts itself in
+    /// `waiters` before it tries again (its own call here), and that try is a read-modify-
+    /// write of `sq_wr_avail` with release, as the release's return of space is one with
+    /// acquire. If the try comes after the return (in the counter's order), it finds the
+    /// space; if before, the return reads from it, so the count happened before this
+    /// check, which sees the waiter. Completions usually run one at a time, but not
+    /// always (a drain on an SRQ polls the shared CQ outside its worker).
     #[inline]
     pub(super) fn run_waiting(&self, queue: ArcBorrow<'_, impl Connection>) {
         // (the check inline, as every release makes it and almost never finds a waiter)
-        fence(SeqCst);
         if self.waiters.load(Relaxed) != 0 {
             self.run_waiting_slow(queue);
         }

@@ -8,7 +8,9 @@ use crate::rdma::{
     bindings,
     cqe::{HasSlotCqe, QpRecvHandler, QpSlotHandler, Received},
     qp::{Local, Qp, QpRecords},
-    qp_handle::{BoundRequest, Entry, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr},
+    qp_handle::{
+        BoundRequest, Entry, PostTarget, QpGate, QpHandle, Range, RecvWr, SendWr, UnopenedGate,
+    },
     rw::{Drained, RwBinding},
     Cq, DmaBuf, Pd, Srq,
 };
@@ -17,7 +19,7 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Full, Release},
-        Arc, ArcBorrow, UniqueArc,
+        Arc, ArcBorrow,
     },
 };
 
@@ -169,7 +171,7 @@ impl<T: CmHandler> CmId<T> {
         let device = self.device().ok_or(ENODEV)?;
         let records = KBox::pin_init(QpRecords::new(), GFP_KERNEL)?;
         // (the gate's memory, taken before the QP exists: nothing fails after its creation)
-        let gate = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let gate = UnopenedGate::new()?;
         // Every work request the QP can hold: soft providers (rxe, siw) complete each
         // flushed one, signalled or not, so a teardown under load can have them all
         // pending at once. The RDMA core adds send queue entries for the `rdma_rw`
@@ -258,7 +260,7 @@ impl<T: CmHandler> CmId<T> {
         };
         // SAFETY: `rdma_create_qp` succeeded, so the id's QP is live; `Drop` retires the
         // gate before it destroys the QP.
-        let gate = unsafe { QpGate::new(gate, (*self.raw()).qp, self.port_num()) };
+        let gate = unsafe { gate.open((*self.raw()).qp, self.port_num()) };
         self.verbs = Some(Verbs {
             cq,
             pd,

@@ -27,7 +27,7 @@
 //! `RecvWr` is made (an entry is bound to one receive only: a second `recv_wr` for it is
 //! `EBUSY`), then the receive's identity, unique for the module's life, and whether the
 //! receive is posted. A post checks the token's identity against it and marks it posted
-//! (one exchange); a completion clears the mark and mints the token (one exchange): a
+//! (a load and a store: only the token's holder posts); a completion clears the mark and mints the token (one exchange): a
 //! provider's second completion of one receive finds it not posted and mints nothing.
 //! (Like a slot's state, it cannot tell a second completion of one post that comes after
 //! the next post from that post's own completion: providers complete twice only when a
@@ -123,18 +123,18 @@ impl RecvState {
     /// post returned finds it so. The receive's identity, for [`RecvState::refused`].
     pub(crate) fn to_device(&self, received: Received) -> Result<NonZeroU64, Received> {
         let unposted = received.unposted();
+        // A load and a store, not an exchange: while this receive's token exists the
+        // receive is not posted and only the token's holder posts it; the one other writer,
+        // a completion, changes only a posted receive's state (a second completion of an
+        // unposted one writes back what it read).
+        if self.state.load(Relaxed) != unposted {
+            pr_warn!("a receive is posted with another receive's token; refused\n");
+            return Err(received);
+        }
         // INVARIANT: the token is consumed as the receive is marked posted (with release:
         // the CPU's reads of the buffers come before).
-        match self
-            .state
-            .compare_exchange(unposted, unposted | POSTED, AcqRel, Relaxed)
-        {
-            Ok(_) => Ok(received.id),
-            Err(_) => {
-                pr_warn!("a receive is posted with another receive's token; refused\n");
-                Err(received)
-            }
-        }
+        self.state.store(unposted | POSTED, Release);
+        Ok(received.id)
     }
 
     /// The post that [`RecvState::to_device`] (which gave `id`) prepared posted nothing:

@@ -11,6 +11,7 @@
 //! | `debugfs_check.rs` | whether a debugfs entry was created | none by design (the kernel's `debugfs` hides failures); a module driven only through debugfs keeps it |
 //! | `once.rs` | `PublishOnce<T>`: `SetOnce` on a `core` atomic | `kernel::sync::SetOnce`, once `kernel::sync::atomic` inlines on gcc-built kernels (its loads are out-of-line C helpers today) |
 //! | `workqueue.rs` | an owned queue (`alloc_workqueue`, destroyed on drop); the flush of a delayed work item | an owned queue type and `DelayedWork` flush/disable in `kernel::workqueue` |
+//! | `percpu_gate.rs` | `PercpuGate`: a gate passed without a locked instruction (a `percpu_ref`), closed by waiting for those inside | a `percpu_ref` abstraction (none in 7.2's kernel crate) |
 //! | `slot.rs` | `Slot<T>`/`Owner`: a state passed between steps by hand-off and resume | nothing upstream yet: the blk-mq `Request` state machine is the nearest model |
 
 use super::bindings;
@@ -18,5 +19,6 @@ use super::bindings;
 pub(crate) mod debugfs_check;
 pub(crate) mod once;
 pub(crate) mod param;
+pub(crate) mod percpu_gate;
 pub(crate) mod slot;
 pub(crate) mod workqueue;
