@@ -11,7 +11,8 @@
 # `transport cost Rust/C, worst row: X.XXX (±Y.YYY)` of the counted figure (count-report.py).
 # Measures; asserts no speed.
 #
-# usage: bench.sh [--smoke | --profile | --counted] [--compare REV] [--rounds N] [--seconds S] [-o OUT_DIR]
+# usage: bench.sh [--smoke | --profile | --counted] [--compare REV] [--rounds N] [--seconds S]
+#                 [--windows N1:N2] [-o OUT_DIR]
 #   --smoke    one short point per tool on the test kernel and the modules as `make`
 #              built them, and a counted run of one point over two small rounds (what
 #              make check runs so that this script cannot rot)
@@ -25,11 +26,13 @@
 #              in one VM: judges a change against its parent (`--compare HEAD~1`)
 #   --rounds   rounds of every point (default 3 wall-clock, 5 counted; smoke 1 and 2)
 #   --seconds  fio run time per wall-clock point and round (default 10; smoke 2)
+#   --windows  the counted figure's two windows of I/Os per point (default 2000:6000;
+#              smoke 200:600): cost = (W(N2) - W(N1)) / (N2 - N1)
 #   -o       default: $CACHE_DIR/bench/<date>-<profile>; $CACHE_DIR/bench/latest links to it
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-profile=full out= rounds= seconds= compare= moddir=
+profile=full out= rounds= seconds= compare= moddir= windows=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) profile=smoke ;;
@@ -38,19 +41,22 @@ while [ $# -gt 0 ]; do
 	--compare) profile=counted compare=$2; shift ;;
 	--rounds) rounds=$2; shift ;;
 	--seconds) seconds=$2; shift ;;
+	--windows) windows=$2; shift ;;
 	-o) out=$2; shift ;;
-	*) die "usage: bench.sh [--smoke | --profile | --counted] [--compare REV] [--rounds N] [--seconds S] [-o OUT_DIR]" ;;
+	*) die "usage: bench.sh [--smoke | --profile | --counted] [--compare REV] [--rounds N] [--seconds S] [--windows N1:N2] [-o OUT_DIR]" ;;
 	esac
 	shift
 done
 [[ -z "$rounds" || "$rounds" =~ ^[1-9][0-9]?$ ]] || die "--rounds: 1..99"
 [[ -z "$seconds" || "$seconds" =~ ^[1-9][0-9]{0,2}$ ]] || die "--seconds: 1..999"
+[[ -z "$windows" || "$windows" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "--windows: N1:N2"
 # counted: rounds, I/Os of the two windows, points (all when none)
 if [ $profile = smoke ]; then
 	count_args=("${rounds:-2}" 200 600 randread-4k-qd32)
 	rounds=${rounds:-1} seconds=${seconds:-2}
 else
 	count_args=("${rounds:-5}" 2000 6000)
+	[ -z "$windows" ] || count_args=("${count_args[0]}" "${windows%%:*}" "${windows##*:}")
 fi
 rounds=${rounds:-3} seconds=${seconds:-10}
 guest_args=("$profile" "$rounds" "$seconds")
