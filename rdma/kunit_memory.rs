@@ -2,7 +2,8 @@
 
 //! KUnit suites of the RDMA layer's memory logic that needs no device: values published
 //! once ([`crate::rdma::PublishOnce`]), page lists pointed again without being
-//! initialised again ([`crate::rdma::sgl::PageSgl`]), an MR's state machine
+//! initialised again ([`crate::rdma::sgl::PageSgl`]), the data path's QP gate
+//! ([`crate::rdma::kernel_gaps::percpu_gate::PercpuGate`]), an MR's state machine
 //! ([`crate::rdma::mr::MrState`]: one `map` at a time, none while a key works) and the
 //! volatile copies of [`crate::rdma::DmaBuf`] (at any alignment, refused past the end).
 //!
@@ -40,6 +41,39 @@ mod publish_once {
         // Dropping the cell drops the value it holds.
         drop(cell);
         assert_eq!(drops.load(Relaxed), 2);
+    }
+}
+
+#[kunit_tests(rdma_rs_percpu_gate)]
+mod percpu_gate {
+    use crate::rdma::kernel_gaps::percpu_gate::PercpuGate;
+    use kernel::prelude::*;
+
+    #[test]
+    fn passes_until_closed() -> Result {
+        let gate = KBox::pin_init(PercpuGate::new(), GFP_KERNEL)?;
+        // Open: passes nest, each counted on this CPU.
+        let first = gate.enter().expect("an open gate lets a user in");
+        let second = gate.enter().expect("passes nest");
+        drop(first);
+        drop(second);
+        // Closed (with no pass left, the close returns once the RCU grace period that
+        // switches the count to one atomic is over): nobody enters any more.
+        gate.close();
+        assert!(gate.enter().is_none());
+        // A second close waits as the first did: it returns at once.
+        gate.close();
+        assert!(gate.enter().is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn dropped_open() -> Result {
+        // A gate never closed ends with its passes given back (no release runs).
+        let gate = KBox::pin_init(PercpuGate::new(), GFP_KERNEL)?;
+        drop(gate.enter());
+        drop(gate);
+        Ok(())
     }
 }
 

@@ -31,7 +31,7 @@ echo 512 >/sys/module/nvmet_rdma_rs/parameters/srq_size
 
 step "the binding layers' KUnit suites passed when the module loaded (kernels with KUnit)"
 if [ -d /sys/kernel/debug/kunit ]; then
-	for suite in rdma_rs_socket_addr rdma_rs_completion_dispatch rdma_rs_slot_handoff rdma_rs_recv_token rdma_rs_publish_once rdma_rs_page_sgl rdma_rs_mr_state rdma_rs_dma_copy nvmet_rs_binding; do
+	for suite in rdma_rs_socket_addr rdma_rs_completion_dispatch rdma_rs_slot_handoff rdma_rs_recv_token rdma_rs_publish_once rdma_rs_percpu_gate rdma_rs_page_sgl rdma_rs_mr_state rdma_rs_dma_copy nvmet_rs_binding; do
 		results=/sys/kernel/debug/kunit/$suite/results
 		[ -r "$results" ] || fail "KUnit suite $suite did not run"
 		cases=$(sed -n 's/^    1\.\.\([0-9]*\)$/\1/p' "$results")
