@@ -234,10 +234,11 @@ impl Request {
             return Ok(None);
         }
         // An accepted command is not completed before it is executed: the slot comes back.
+        // (An exchange, not a load and a store: `Slot::take_after`, which safe code may
+        // call on any slot, briefly holds a handed-off slot while it checks it.)
         // SAFETY: the core's answer to the hand-off above: it accepted the command, and
-        // holds nothing of the state until the request is executed or completed, which
-        // only this slot's owner does: no `queue_response` for it runs now.
-        let Some(mut owner) = (unsafe { slot.resume_returned(CORE_TAG) }) else {
+        // holds nothing of the state until the request is executed or completed.
+        let Some(mut owner) = (unsafe { slot.resume(CORE_TAG) }) else {
             pr_err!("a request the core accepted was given back meanwhile\n");
             return Ok(None);
         };

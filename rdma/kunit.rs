@@ -367,25 +367,6 @@ mod slot_handoff {
     }
 
     #[test]
-    fn taken_back_from_a_synchronous_answer() {
-        let slot = Slot::new(0u32);
-        let owner = slot.claim().unwrap();
-        // SAFETY: the test is event 6 of its slot; it answers synchronously (below).
-        unsafe { owner.hand_off_to_event(6) };
-        // Not another event's to take back, nor a list's.
-        // SAFETY: nothing else resumes the slot meanwhile.
-        assert!(unsafe { slot.resume_returned(4) }.is_none());
-        assert!(slot.resume_local(6).is_none());
-        // SAFETY: as above.
-        let owner = unsafe { slot.resume_returned(6) }.expect("the answered event's");
-        // Owned now: no second take.
-        // SAFETY: as above.
-        assert!(unsafe { slot.resume_returned(6) }.is_none());
-        drop(owner);
-        assert!(slot.claim().is_some());
-    }
-
-    #[test]
     fn taken_after_its_resumer_ended() {
         // (Resumers 7 and 8 stand for two QPs: only the test's code resumes the slot.)
         let slot = Slot::new(5u32);

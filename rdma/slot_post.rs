@@ -112,7 +112,8 @@ pub(crate) struct Prepared<'a> {
     /// were posted: cleared again if the provider refuses the chain's first request.
     posted: Option<&'a mut bool>,
     /// The pass through `qp`'s posting gate the requests were prepared under, which their
-    /// post uses too (else it takes one).
+    /// post uses too (else it takes one). (A `Prepared` is dropped or posted at once; one
+    /// leaked keeps the QP's drain waiting for its pass.)
     open: Option<OpenQp<'a>>,
     _state: PhantomData<&'a mut ()>,
 }

@@ -76,10 +76,11 @@ impl PercpuGate {
         live.then_some(Pass { gate: self })
     }
 
-    /// Closes the gate and waits until every pass taken before was dropped: from its
-    /// return on (and from its start for users that enter after it), [`PercpuGate::enter`]
-    /// fails. A second call waits as the first does. Process context (it sleeps, for at
-    /// least an RCU grace period).
+    /// Closes the gate and waits until every pass taken before its return was dropped:
+    /// from its return on, [`PercpuGate::enter`] fails (a user that enters while it runs
+    /// may still get a pass, which it waits for too). A second call waits as the first
+    /// does. Process context (it sleeps, for at least an RCU grace period). A pass that is
+    /// leaked (`mem::forget`) keeps it waiting forever, as a leaked lock guard would.
     pub(crate) fn close(&self) {
         if !self.closed.swap(true, AcqRel) {
             // INVARIANT: the initial reference is dropped, once: the first close.

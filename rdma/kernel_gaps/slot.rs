@@ -190,27 +190,6 @@ impl<T> Slot<T> {
         self.resume_from(tag)
     }
 
-    /// As [`Slot::resume`], for an event that answers synchronously: the slot was handed
-    /// off for a call that the event may run inside of, and the call returned. A load and
-    /// a store, not a locked exchange.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Slot::resume`]; and no other resume of the slot runs until this returned
-    /// (the event it was handed off to answered inside the call, or will not answer).
-    pub(crate) unsafe fn resume_returned(&self, tag: Tag) -> Option<Owner<'_, T>> {
-        if self.state.load(Acquire) != awaiting(tag) {
-            return None;
-        }
-        // INVARIANT: `OWNED` from `awaiting(tag)` (with acquire, above), and nothing else
-        // resumes the slot meanwhile (the caller's promise): the only owner.
-        self.state.store(OWNED, Relaxed);
-        Some(Owner {
-            slot: self,
-            _not_send: PhantomData,
-        })
-    }
-
     /// Takes the slot back from the user's list `tag` ([`Owner::hand_off`]): `None` unless
     /// it was parked there. Safe: a parked slot lends nothing to a device or a core.
     pub(crate) fn resume_local(&self, tag: Tag) -> Option<Owner<'_, T>> {
