@@ -287,19 +287,13 @@ impl<T: Transport> Ops<T> {
         // which only that slot's owner reaches to hand it over, and `placed_slot` finds
         // this one there (borrowed from the object, it is the same slot).
         let Some(owner) = (unsafe { slot.resume(CORE_TAG) }) else {
-            pr_err!(
-                "the nvmet core completed a request whose slot it does not hold; ignored
-"
-            );
+            pr_err!("the nvmet core completed a request whose slot it does not hold; ignored\n");
             return;
         };
         // SAFETY: as above, with the sq reference held through this call; `owner` is the
         // request's slot, resumed from the core.
         let Some(queue) = (unsafe { super::request::Request::queue_of::<T>(req, true) }) else {
-            pr_err!(
-                "a completed request names no queue; its response is not sent
-"
-            );
+            pr_err!("a completed request names no queue; its response is not sent\n");
             // (back to the core's tag, as it was: nothing takes the slot again)
             // SAFETY: the core's tag, below `LOCAL_TAGS`; a second answer of the core would
             // find the slot as it did before this one.
