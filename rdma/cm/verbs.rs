@@ -370,7 +370,7 @@ impl<T: CmHandler> CmId<T> {
     /// transfers posted alone complete on the entries of the object `place` finds in this
     /// id's handler, READs on handler `R`, WRITEs on handler `W` (`ENOENT` if it finds
     /// none), and resume that object's slot, from which they are posted. `ENOTCONN`
-    /// before the QP exists.
+    /// before the QP exists, `EINVAL` if an entry or the slot is not where `S` says.
     pub(crate) fn rw_binding<S, const R: u64, const W: u64>(
         &self,
         place: impl for<'a> Fn(&'a T) -> Option<&'a S>,
@@ -381,22 +381,19 @@ impl<T: CmHandler> CmId<T> {
             + HasSlotCqe<W>
             + QpSlotHandler<W, Connection = T>,
     {
-        // SAFETY: as in `send_wr`, for `S`'s `SlotCqe`s `R` and `W`.
-        let (from_remote, to_remote) = unsafe {
-            (
-                self.bind_in_handler::<S>(
-                    |handler| Some((place(handler)?, [None, None])),
-                    false,
-                    Entry::of_slot::<S, R>,
-                )?,
-                self.bind_in_handler::<S>(
-                    |handler| Some((place(handler)?, [None, None])),
-                    false,
-                    Entry::of_slot::<S, W>,
-                )?,
-            )
-        };
-        RwBinding::new(from_remote, to_remote)
+        // (one handle, moved into the binding: a connection binds a context per slot, and
+        // each clone of a handle is a locked instruction to take and one to give back)
+        let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
+        let handler = self.handler();
+        let owner = place(&handler).ok_or(ENOENT)?;
+        let from_remote = Entry::of_slot::<S, R>(owner)?;
+        let to_remote = Entry::of_slot::<S, W>(owner)?;
+        // SAFETY: the entries are `owner`'s `SlotCqe`s `R` and `W` (`Entry::of_slot`), whose
+        // trampolines find the handler of a `CmId<S::Connection>`, which is `T`; `owner`
+        // lives, in place, in this id's handler (`place` borrows it from there for any
+        // lifetime), which the id keeps until its QP was drained and destroyed (`Drop`),
+        // and `qp` is that QP's handle.
+        Ok(unsafe { RwBinding::new(qp, from_remote, to_remote) })
     }
 
     /// The entry `entry` takes from the object `place` finds in this id's handler, and the

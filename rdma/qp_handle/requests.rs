@@ -233,6 +233,16 @@ impl Entry {
             recv: Some(NonNull::from(entry.state())),
         })
     }
+
+    /// The entry's address, for a work request.
+    pub(in crate::rdma) fn cqe(&self) -> *mut bindings::ib_cqe {
+        self.cqe
+    }
+
+    /// What the completion of a request carrying the entry resumes.
+    pub(in crate::rdma) fn resumes(&self) -> Option<Resumes> {
+        self.resumes
+    }
 }
 
 impl BoundRequest {
@@ -276,30 +286,6 @@ impl BoundRequest {
             resumes: entry.resumes,
             recv: entry.recv,
         })
-    }
-
-    /// Whether the entry is a receive's ([`super::super::cqe::RecvCqe`]), which only a
-    /// [`RecvWr`] carries.
-    pub(in crate::rdma) fn is_receive(&self) -> bool {
-        self.recv.is_some()
-    }
-
-    /// The QP the request is bound to; `None` for an SRQ.
-    pub(in crate::rdma) fn qp(&self) -> Option<&QpHandle> {
-        match &self.on {
-            PostTarget::Qp(qp) => Some(qp),
-            PostTarget::Srq(_) => None,
-        }
-    }
-
-    /// The entry, for a work request.
-    pub(in crate::rdma) fn cqe(&self) -> *mut bindings::ib_cqe {
-        self.cqe
-    }
-
-    /// What the completion of a request carrying the entry resumes.
-    pub(in crate::rdma) fn resumes(&self) -> Option<Resumes> {
-        self.resumes
     }
 }
 

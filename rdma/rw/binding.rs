@@ -5,10 +5,9 @@
 
 use super::super::{
     bindings,
-    qp_handle::{BoundRequest, QpHandle},
+    qp_handle::{Entry, QpHandle},
     slot_post::Resumes,
 };
-use kernel::prelude::*;
 
 /// The QP a context maps its transfers for, and the completion entries of the transfers
 /// it posts alone there, by direction; made by the CM id that owns the QP
@@ -27,22 +26,21 @@ pub(crate) struct RwBinding {
 }
 
 impl RwBinding {
-    /// A binding to the QP both entries are bound to, whose transfers posted alone
-    /// complete on `from_remote` (READs) and `to_remote` (WRITEs). `EINVAL` unless both are
-    /// bound to the same QP.
-    pub(in crate::rdma) fn new(from_remote: BoundRequest, to_remote: BoundRequest) -> Result<Self> {
-        let (Some(qp), Some(other)) = (from_remote.qp(), to_remote.qp()) else {
-            return Err(EINVAL);
-        };
-        if !qp.same_qp(other) || from_remote.is_receive() || to_remote.is_receive() {
-            return Err(EINVAL);
-        }
-        // INVARIANT: both entries outlive the requests posted on `qp` (`BoundRequest`).
-        Ok(Self {
-            qp: qp.clone(),
+    /// A binding to `qp`, whose transfers posted alone complete on `from_remote` (READs)
+    /// and `to_remote` (WRITEs).
+    ///
+    /// # Safety
+    ///
+    /// Both entries are [`super::super::cqe::SlotCqe`]s ([`Entry::of_slot`]) of objects
+    /// that stay alive and in place as long as `qp` can complete requests (until it was
+    /// drained), in the handler of the CM id that owns `qp`, which their completions find.
+    pub(in crate::rdma) unsafe fn new(qp: QpHandle, from_remote: Entry, to_remote: Entry) -> Self {
+        // INVARIANT: the caller's promise.
+        Self {
+            qp,
             completions: Some((from_remote.cqe(), to_remote.cqe())),
             resumes: (from_remote.resumes(), to_remote.resumes()),
-        })
+        }
     }
 
     /// A binding to `qp` for a context that only posts through [`super::RwCtx::wrs`], with the
