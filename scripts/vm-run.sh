@@ -25,6 +25,12 @@
 #              instruction (-icount shift=0,sleep=off), and the insn-count plugin
 #              (scripts/insn-count) writing to RUN_DIR/insn-count.txt; the marker program
 #              beside the plugin (insn-mark) goes to the guest as /run/results/insn-mark.
+#              Two guests on one wire (scripts/vm-pair.sh): RRS_VM_WIRE=LOCAL:REMOTE:MAC
+#              gives the guest a virtio-net NIC with MAC whose frames travel as UDP
+#              datagrams between 127.0.0.1:LOCAL and the peer guest's 127.0.0.1:REMOTE
+#              (nothing leaves the machine); RRS_VM_PAIR_DIR=DIR shares DIR read-write as
+#              the guest's /run/pair, where the two guests leave each other signs;
+#              RRS_VM_ROLE=NAME is the guest's role (its test's $RRS_ROLE).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -101,6 +107,21 @@ if [ -n "${RRS_VM_COUNT:-}" ]; then
 		-rtc clock=vm -seed 1 -plugin "$RRS_VM_COUNT,out=$run_dir/insn-count.txt,syms=$kbuild/System.map")
 fi
 
+net_args=(-nic none)
+if [ -n "${RRS_VM_WIRE:-}" ]; then
+	wire_local=${RRS_VM_WIRE%%:*} wire_rest=${RRS_VM_WIRE#*:}
+	wire_remote=${wire_rest%%:*} wire_mac=${wire_rest#*:}
+	net_args=(-netdev "dgram,id=wire,local.type=inet,local.host=127.0.0.1,local.port=$wire_local,remote.type=inet,remote.host=127.0.0.1,remote.port=$wire_remote"
+		-device "virtio-net-pci,netdev=wire,mac=$wire_mac")
+fi
+pair_args=()
+if [ -n "${RRS_VM_PAIR_DIR:-}" ]; then
+	[ -d "$RRS_VM_PAIR_DIR" ] || die "no directory $RRS_VM_PAIR_DIR (RRS_VM_PAIR_DIR)"
+	pair_args=(-virtfs "local,path=$(realpath "$RRS_VM_PAIR_DIR"),mount_tag=pair,security_model=none")
+	cmdline_extra="${cmdline_extra:-} RRS_PAIR=1"
+fi
+[ -z "${RRS_VM_ROLE:-}" ] || cmdline_extra="${cmdline_extra:-} RRS_ROLE=$RRS_VM_ROLE"
+
 # Unknown key=value kernel parameters become the environment of init.
 cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
 cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1 log_buf_len=16M"
@@ -114,13 +135,14 @@ start=$(date +%s)
 set +e
 timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
 	-machine q35 "${accel_args[@]}" -smp "$cpus" -m "$mem" \
-	-nographic -no-reboot -nic none -monitor none \
+	-nographic -no-reboot "${net_args[@]}" -monitor none \
 	-kernel "$bzimage" -append "$cmdline" \
 	-chardev stdio,id=con0,signal=off,logfile="$run_dir/serial.log" -serial chardev:con0 \
 	-virtfs local,path=/,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap \
 	-virtfs local,path="$REPO_ROOT",mount_tag=repo,security_model=none,readonly=on \
 	-virtfs local,path="$modtree",mount_tag=kmods,security_model=none,readonly=on \
 	-virtfs local,path="$run_dir",mount_tag=results,security_model=none \
+	"${pair_args[@]}" \
 	</dev/null >"$run_dir/console.out" 2>"$run_dir/qemu.err" &
 qemu_pid=$!
 if [ $verbose = 1 ]; then

@@ -17,6 +17,11 @@ mount -t configfs configfs /sys/kernel/config
 mkdir -p /run/results /run/kmods
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /run/results
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro kmods /run/kmods
+# (one of two guests on a wire, scripts/vm-pair.sh: the directory both share for signs)
+if [ "${RRS_PAIR:-}" = 1 ]; then
+	mkdir -p /run/pair
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 pair /run/pair
+fi
 # The repository, at the host's path, in case that path lies under one of the tmpfs above.
 mkdir -p "$RRS_REPO" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro repo "$RRS_REPO"
@@ -49,7 +54,7 @@ done
 export PATH=/run/rrs-bin:$PATH
 echo /run/rrs-bin/modprobe >/proc/sys/kernel/modprobe
 
-hostname rrs-guest
+hostname "rrs-${RRS_ROLE:-guest}"
 ip link set lo up
 echo 8 >/proc/sys/kernel/printk
 
@@ -61,6 +66,8 @@ cd /tmp
 bash /run/results/test.sh "${args[@]}" 2>&1 | tee /run/results/test.log
 rc=${PIPESTATUS[0]}
 echo "rrs: test $test_name ended with status $rc" >/dev/kmsg
+# (the peer guest stops waiting for signs from a guest whose test ended)
+[ "${RRS_PAIR:-}" = 1 ] && echo "$rc" >"/run/pair/$RRS_ROLE.ended"
 echo "RRS-TAINT: $(cat /proc/sys/kernel/tainted)"
 dmesg >/run/results/dmesg.txt
 echo "$rc" >/run/results/status
