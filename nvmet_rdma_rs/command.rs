@@ -489,7 +489,8 @@ impl Io {
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
             // (the context was initialised by `map_keyed`; a READ the provider queued
             // although the post failed completes, flushed, through `read_done`)
-            if let Err((_, Some(owner))) = owner.post(|state| state.rw.as_mut().prepare()) {
+            if let Err((_, Some(owner))) = owner.post(&self.qp, |state| state.rw.as_mut().prepare())
+            {
                 Request::complete(owner, status::DATA_XFER_ERROR);
             }
         } else {

@@ -5,7 +5,9 @@
 //! `qp.rs`): the data path of a transport, whose slots live as long as their connection,
 //! and its `rdma_rw` contexts ([`super::rw::RwCtx`]). Sends and receives are prepared once
 //! ([`SendWr`], [`RecvWr`], made by the [`super::CmId`] that owns the QP) and posted again
-//! for each message.
+//! for each message, through the owner's handle: a prepared request names its QP by
+//! identity ([`QpSerial`]) and holds no handle of its own, and a post checks that the
+//! handle is of that QP.
 //!
 //! A handle may outlive its QP: the id that owns the QP closes posting before it drains
 //! it, and retires the QP before it destroys it ([`QpGate`]). Posting through a handle
@@ -14,7 +16,11 @@
 
 use super::kernel_gaps::percpu_gate::{Pass, PercpuGate};
 use super::{bindings, cqe::Received};
-use core::{pin::Pin, ptr};
+use core::{
+    pin::Pin,
+    ptr,
+    sync::atomic::{AtomicU64, Ordering::Relaxed},
+};
 
 mod requests;
 
@@ -25,12 +31,26 @@ use kernel::{
 pub(crate) use requests::{BoundRequest, Range, RecvWr, SendWr};
 pub(super) use requests::{Entry, PostTarget};
 
-/// What a QP's owner and its handles share: the QP, and the gates every use of it
-/// through a handle passes.
+/// The identity of a QP: unique for the module's life (a QP's address is not: another QP
+/// may be created where a destroyed one was). Prepared work requests name the QP they
+/// were made for by it ([`SendWr`], [`RecvWr`], `Prepared`), and are posted only through
+/// a handle of the QP it names, which keeps that QP's gate: they hold no handle of their
+/// own (a connection prepares a request per slot, and a handle held is a reference count
+/// taken and given back, two locked instructions, per request).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QpSerial(u64);
+
+/// The next QP's identity.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// What a QP's owner and its handles share: the QP, its identity, and the gates every use
+/// of it through a handle passes.
 ///
 /// # Invariants
 ///
-/// `qp` is a live QP of port `port` until `using` is closed. A post passes `posting`, any
+/// `serial` is this gate's alone (taken from `NEXT_SERIAL` when it was made, which never
+/// wraps: 2^64 gates are not made in a module's life). `qp` is a live QP of port `port`
+/// until `using` is closed. A post passes `posting`, any
 /// other use `using`; the owner closes `posting` before it drains the QP (nothing is
 /// posted after the drain's markers) and then `using` before it destroys the QP (nothing
 /// reaches it after); `using` is closed only once `posting` is.
@@ -38,6 +58,7 @@ pub(super) use requests::{Entry, PostTarget};
 pub(super) struct QpGate {
     qp: *mut bindings::ib_qp,
     port: u32,
+    serial: QpSerial,
     // (`percpu_ref`s: every post of the data path passes a gate, and a counter shared by
     // the CPUs would cost two locked instructions per pass)
     #[pin]
@@ -60,9 +81,11 @@ impl UnopenedGate {
     /// Allocates a gate.
     pub(super) fn new() -> Result<Self> {
         let gate = UniqueArc::pin_init(
+            // INVARIANT: a new identity.
             try_pin_init!(QpGate {
                 qp: ptr::null_mut(),
                 port: 0,
+                serial: QpSerial(NEXT_SERIAL.fetch_add(1, Relaxed)),
                 posting <- PercpuGate::new(),
                 using <- PercpuGate::new(),
             }? Error),
@@ -88,6 +111,11 @@ impl UnopenedGate {
 }
 
 impl QpGate {
+    /// The QP's identity.
+    pub(super) fn serial(&self) -> QpSerial {
+        self.serial
+    }
+
     /// Runs `f` on the QP if `gate` (one of the two) lets it through; `ENOTCONN` otherwise.
     #[inline]
     fn with_qp<R>(
@@ -190,9 +218,9 @@ impl OpenQp<'_> {
         self.gate.port
     }
 
-    /// Whether this is a pass of `handle`'s QP.
-    pub(super) fn is_of(&self, handle: &QpHandle) -> bool {
-        ptr::eq(self.gate, &*handle.gate)
+    /// The QP's identity.
+    pub(super) fn serial(&self) -> QpSerial {
+        self.gate.serial
     }
 
     /// Posts the chain of send work requests that starts at `first`. On failure, whether
@@ -246,9 +274,9 @@ impl QpHandle {
         self.gate.qp as usize
     }
 
-    /// Whether `other` is a handle on the same QP.
-    pub(super) fn same_qp(&self, other: &QpHandle) -> bool {
-        Arc::ptr_eq(&self.gate, &other.gate)
+    /// The QP's identity, which the requests made for it name.
+    pub(super) fn serial(&self) -> QpSerial {
+        self.gate.serial
     }
 
     /// The port the QP uses.
@@ -298,7 +326,7 @@ impl QpHandle {
         received: Received,
     ) -> Result<(), (Error, Option<Received>)> {
         match &wr.target {
-            PostTarget::Qp(qp) if qp.same_qp(self) => (),
+            PostTarget::Qp(serial) if *serial == self.serial() => (),
             _ => return Err((EINVAL, Some(received))),
         }
         // (the token while it is the caller's: back on any failure that posted nothing)

@@ -19,7 +19,7 @@
 
 use super::{
     bindings,
-    qp_handle::{OpenQp, QpHandle, SendWr},
+    qp_handle::{OpenQp, QpSerial, SendWr},
     signature::{SigAttrs, SigError},
     slot_post::{Prepared, Resumes},
     Device,
@@ -266,7 +266,7 @@ impl<S: SgLists> RwCtx<S> {
         cqe: *mut bindings::ib_cqe,
         chain: *mut bindings::ib_send_wr,
         ends_with: usize,
-    ) -> Result<(*mut bindings::ib_send_wr, &QpHandle, OpenQp<'_>, &mut bool)> {
+    ) -> Result<(*mut bindings::ib_send_wr, QpSerial, OpenQp<'_>, &mut bool)> {
         // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
         let this = unsafe { self.get_unchecked_mut() };
         if this.mapping.is_none() {
@@ -289,7 +289,7 @@ impl<S: SgLists> RwCtx<S> {
         // is drained.)
         this.posted = true;
         this.ends_with = ends_with;
-        Ok((first, qp, open, &mut this.posted))
+        Ok((first, qp.serial(), open, &mut this.posted))
     }
 
     /// The mapped transfer alone, ready to post ([`super::slot_post::Owner::post`]); its
@@ -298,8 +298,9 @@ impl<S: SgLists> RwCtx<S> {
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
         let (cqe, resumes) = self.completion()?;
         let (first, qp, open, posted) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
-        // SAFETY: `first` heads the context's own work requests, which live in the
-        // context `self` borrows (and in what `rdma_rw` allocated for it) until it is
+        // SAFETY: `first` heads the context's own work requests, for the binding's QP (which
+        // `qp` names, and the context was initialised for: type invariant), which live in
+        // the context `self` borrows (and in what `rdma_rw` allocated for it) until it is
         // destroyed; the last carries `cqe`, whose completion resumes what the binding
         // says.
         Ok(unsafe { Prepared::new(first, qp, resumes) }
@@ -315,14 +316,16 @@ impl<S: SgLists> RwCtx<S> {
         send: &'a mut SendWr,
     ) -> Result<Prepared<'a>> {
         let bound = self.binding.as_ref().ok_or(EINVAL)?;
-        if !bound.qp.same_qp(send.qp()) {
+        if bound.qp.serial() != send.qp() {
             return Err(EINVAL);
         }
         let ends_with = send.completion_key();
         let resumes = send.resumes();
         let (first, qp, open, posted) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
         // SAFETY: `first` heads the context's work requests and then `send`, all in what
-        // `'a` borrows; the SEND is the last, whose completion resumes what it says.
+        // `'a` borrows and all for the QP `qp` names (the binding's, which the context was
+        // initialised for and `send` was made for: checked above); the SEND is the last,
+        // whose completion resumes what it says.
         Ok(unsafe { Prepared::new(first, qp, resumes) }
             .with_posted_flag(posted)
             .with_pass(open))

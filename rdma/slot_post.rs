@@ -9,23 +9,24 @@
 use super::{
     bindings,
     kernel_gaps::slot::{Owner, Tag, MAX_COMPLETION_TAG},
-    qp_handle::{OpenQp, QpHandle},
+    qp_handle::{OpenQp, QpHandle, QpSerial},
 };
 use core::{marker::PhantomData, ptr};
 use kernel::prelude::*;
 
 impl<T> Owner<'_, T> {
-    /// Posts the send work requests `prepare` takes from the state, and hands the slot off
-    /// to the completion of the one that is signaled: the requests name the slot they
-    /// resume and with which tag ([`Resumes`], made by the layer when it bound them to the
-    /// slot's object), and that completion's trampoline is the only one that resumes it.
-    /// On failure, the error, and the owner if nothing was posted (the requests could not
-    /// be prepared, are not this slot's (`EINVAL`), or the provider refused the first
-    /// one). Without the owner, the provider failed after it queued some or all of the
+    /// Posts the send work requests `prepare` takes from the state on `qp`, and hands the
+    /// slot off to the completion of the one that is signaled: the requests name the slot
+    /// they resume and with which tag ([`Resumes`], made by the layer when it bound them
+    /// to the slot's object), and that completion's trampoline is the only one that
+    /// resumes it. On failure, the error, and the owner if nothing was posted (the
+    /// requests could not be prepared, are not this slot's or not `qp`'s (`EINVAL`), or
+    /// the provider refused the first one). Without the owner, the provider failed after it queued some or all of the
     /// chain: the slot stays handed off, and the completion of what was queued resumes it,
     /// if only when the QP is drained.
     pub(crate) fn post(
         self,
+        qp: &QpHandle,
         prepare: impl for<'b> FnOnce(&'b mut T) -> Result<Prepared<'b>>,
     ) -> Result<(), (Error, Option<Self>)> {
         let slot = self.slot();
@@ -39,13 +40,17 @@ impl<T> Owner<'_, T> {
         // (taken: `Prepared`'s drop no longer clears it)
         let posted_flag = prepared.posted.take();
         let open = prepared.open.take();
-        let (first, qp, resumes) = (prepared.first, prepared.qp, prepared.resumes);
+        let (first, made_for, resumes) = (prepared.first, prepared.qp, prepared.resumes);
         drop(prepared);
         let tag = match resumes {
-            Some(resumes) if resumes.slot == ptr::from_ref(slot).addr() => resumes.tag,
+            Some(resumes)
+                if resumes.slot == ptr::from_ref(slot).addr() && made_for == qp.serial() =>
+            {
+                resumes.tag
+            }
             _ => {
                 // Requests whose completion would not resume this slot (another slot's,
-                // or no slot's): not posted.
+                // or no slot's), or made for another QP: not posted.
                 if let Some(flag) = posted_flag {
                     *flag = false;
                 }
@@ -59,9 +64,10 @@ impl<T> Owner<'_, T> {
         let slot = unsafe { self.start_posting(tag, qp.address()) };
         // SAFETY: `first` heads requests prepared from the state (`Prepared`), which stays
         // in place with the slot and unchanged until the post returned: a completion of
-        // what it posts waits for that before it resumes the slot. Their completion
-        // entries and buffers outlive them (`BoundRequest`'s and `RwBinding`'s
-        // invariants).
+        // what it posts waits for that before it resumes the slot. They were made for
+        // `qp` (its identity is theirs, checked above), so their completion entries and
+        // buffers outlive their posts there (`BoundRequest`'s and `RwBinding`'s
+        // invariants), and the posts pass its gate.
         let posted = unsafe {
             match &open {
                 // (the pass the requests were prepared under, of the same QP: `Prepared`)
@@ -101,12 +107,12 @@ impl<T> Owner<'_, T> {
 ///
 /// # Invariants
 ///
-/// `first` heads a chain of valid send work requests for `qp`, which live in (or are
-/// owned by) what `'a` borrows. `resumes`, if set, is what the completion of the chain's
+/// `first` heads a chain of valid send work requests for the QP `qp` names, which live
+/// in (or are owned by) what `'a` borrows. `open`, if set, is a pass of that QP. `resumes`, if set, is what the completion of the chain's
 /// signaled request (its last) resumes.
 pub(crate) struct Prepared<'a> {
     first: *const bindings::ib_send_wr,
-    qp: &'a QpHandle,
+    qp: QpSerial,
     resumes: Option<Resumes>,
     /// The flag of the `rdma_rw` context whose requests head the chain, which says they
     /// were posted: cleared again if the provider refuses the chain's first request.
@@ -119,7 +125,7 @@ pub(crate) struct Prepared<'a> {
 }
 
 impl<'a> Prepared<'a> {
-    /// Requests headed by `first`, for `qp`.
+    /// Requests headed by `first`, for the QP `qp` names.
     ///
     /// # Safety
     ///
@@ -127,7 +133,7 @@ impl<'a> Prepared<'a> {
     /// request's completion entry.
     pub(super) unsafe fn new(
         first: *const bindings::ib_send_wr,
-        qp: &'a QpHandle,
+        qp: QpSerial,
         resumes: Option<Resumes>,
     ) -> Self {
         // INVARIANT: the caller's promise.
@@ -153,7 +159,8 @@ impl<'a> Prepared<'a> {
     /// Requests prepared under `open`, a pass through their QP's posting gate: their post
     /// uses it (a pass of another QP is dropped, and the post takes its own).
     pub(super) fn with_pass(mut self, open: OpenQp<'a>) -> Self {
-        if open.is_of(self.qp) {
+        if open.serial() == self.qp {
+            // INVARIANT: a pass of the requests' QP.
             self.open = Some(open);
         }
         self

@@ -158,7 +158,7 @@ pub(crate) fn write_done(
         io.response_to_device(rsp.index);
     }
     // (the SEND was prepared by `queue_response`)
-    if let Err((_, owner)) = owner.post(prepared_send) {
+    if let Err((_, owner)) = owner.post(&io.qp, prepared_send) {
         pr_err!("cannot post a response; ending the queue\n");
         // (a SEND the provider queued although the post failed completes, flushed, through
         // `send_done`, which releases the slot)
@@ -225,13 +225,13 @@ pub(crate) fn queue_response(
     }
     io.response_to_device(rsp.index);
     let posted = if !with_data {
-        owner.post(prepared_send)
+        owner.post(&io.qp, prepared_send)
     } else if owner.rw.is_signature() {
         // With PI the SEND waits for the WRITEs' completion (`write_done`), which tells
         // whether the PI was intact.
-        owner.post(|state| state.rw.as_mut().prepare())
+        owner.post(&io.qp, |state| state.rw.as_mut().prepare())
     } else {
-        owner.post(|state| {
+        owner.post(&io.qp, |state| {
             let send = state.send.as_mut().ok_or(EINVAL)?;
             state.rw.as_mut().prepare_before(send)
         })

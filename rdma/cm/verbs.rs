@@ -414,7 +414,13 @@ impl<T: CmHandler> CmId<T> {
         inline: bool,
         entry: impl FnOnce(&S) -> Result<Entry>,
     ) -> Result<BoundRequest> {
-        let qp = self.qp_handle().ok_or_else(crate::rdma::code::enotconn)?;
+        // (the QP's identity: the requests are posted through the owner's handle of it)
+        let qp = self
+            .verbs
+            .as_ref()
+            .ok_or_else(crate::rdma::code::enotconn)?
+            .gate
+            .serial();
         let lkey = self
             .pd()
             .ok_or_else(crate::rdma::code::enotconn)?

@@ -30,7 +30,7 @@
 //! let mut owner = slot.claim().ok_or(EBUSY)?; // off the free list
 //! owner.len = 16;
 //! // The SEND's completion resumes it; on failure the owner comes back.
-//! owner.post(|state| Ok(state.send.prepare())).map_err(|(e, _)| e)?;
+//! owner.post(&qp, |state| Ok(state.send.prepare())).map_err(|(e, _)| e)?;
 //! // ... the slot's `QpSlotHandler::<SEND>::done` gets `Some(owner)`; a duplicate
 //! // completion gets `None`.
 //! ```

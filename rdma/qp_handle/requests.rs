@@ -11,7 +11,7 @@ use super::super::{
     slot_post::{Prepared, Resumes},
     DmaBuf,
 };
-use super::QpHandle;
+use super::QpSerial;
 use core::ptr::{self, NonNull};
 use kernel::prelude::*;
 
@@ -21,8 +21,9 @@ use kernel::prelude::*;
 ///
 /// # Invariants
 ///
-/// Made from a [`BoundRequest`] for `qp`: its completion entry, and the memory it names
-/// (by DMA or CPU address), outlive its posts there.
+/// Made from a [`BoundRequest`] for the QP `qp` names: its completion entry, and the
+/// memory it names (by DMA or CPU address), outlive its posts there (the QP's drain ends
+/// them: a post through a handle of that QP passes its gate first).
 pub(crate) struct SendWr {
     wr: bindings::ib_send_wr,
     sge: bindings::ib_sge,
@@ -30,11 +31,11 @@ pub(crate) struct SendWr {
     cqe: usize,
     /// What its completion resumes.
     resumes: Option<Resumes>,
-    qp: QpHandle,
+    qp: QpSerial,
 }
 
 // SAFETY: the pointers in the request are read only when it is posted, from whichever CPU
-// the owner posts it on; the handle may move between CPUs.
+// the owner posts it on (through a handle of its QP, which may be on any CPU).
 unsafe impl Send for SendWr {}
 
 impl SendWr {
@@ -86,8 +87,8 @@ impl SendWr {
     }
 
     /// The QP the request is posted on.
-    pub(in crate::rdma) fn qp(&self) -> &QpHandle {
-        &self.qp
+    pub(in crate::rdma) fn qp(&self) -> QpSerial {
+        self.qp
     }
 
     /// What the request's completion resumes.
@@ -116,10 +117,10 @@ impl SendWr {
     /// The SEND alone, ready to post on its QP ([`super::super::slot_post::Owner::post`]).
     pub(crate) fn prepare(&mut self) -> Prepared<'_> {
         let first = self.as_ptr();
-        // SAFETY: the request is valid, lives in what `self` borrows, and is for `qp`
-        // (its entry and memory outlive its posts there: type invariant); its completion
-        // resumes what it was bound with.
-        unsafe { Prepared::new(first, &self.qp, self.resumes) }
+        // SAFETY: the request is valid, lives in what `self` borrows, and is for the QP
+        // `qp` names (its entry and memory outlive its posts there: type invariant); its
+        // completion resumes what it was bound with.
+        unsafe { Prepared::new(first, self.qp, self.resumes) }
     }
 }
 
@@ -158,8 +159,8 @@ impl Range<'_> {
 
 /// Where work requests are posted.
 pub(in crate::rdma) enum PostTarget {
-    /// On a QP, through its handle.
-    Qp(QpHandle),
+    /// On the QP with this identity, through a handle of it.
+    Qp(QpSerial),
     /// On the SRQ with this identity (unique for the module's life: the SRQ owns its
     /// requests).
     Srq(u64),

@@ -4,7 +4,8 @@
 /// Posts a slot's SEND but names its own tag for the completion that resumes it.
 fn post_under_a_tag_of_its_choice(
     owner: crate::rdma::kernel_gaps::slot::Owner<'_, crate::rdma::qp_handle::SendWr>,
+    qp: &crate::rdma::qp_handle::QpHandle,
     tag: crate::rdma::kernel_gaps::slot::Tag,
 ) {
-    let _ = owner.post(tag, |send| Ok(send.prepare()));
+    let _ = owner.post(qp, tag, |send| Ok(send.prepare()));
 }
