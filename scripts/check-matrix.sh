@@ -10,9 +10,15 @@
 # - connects and disconnects in a row over siw, each live within 10 s (the accept in the
 #   RDMA CM handler against siw_accept's early MPA reply).
 # - the C nvmet-rdma (the control) through the lifecycle and teardown tests.
-# About 55 minutes under TCG. Ends with "N passed, N failed".
+# - host and target on two kernels (scripts/vm-pair.sh, tests/pair/), ours and the C
+#   control: verified I/O, port and device removal under load, unload refused while
+#   connected, 50 connect cycles, over rxe (and ours over siw); a network partition
+#   longer than the keep-alive and one shorter than RC's retransmission; resets, a
+#   disconnect during writes, queue-count changes, flush/discard/write-zeroes, namespace
+#   rescan, the discovery generation counter.
+# About 100 minutes under TCG. Ends with "N passed, N failed".
 #
-# RRS_TESTS="nvmet-teardown-siw ..." runs only the named tests of tests/matrix/.
+# RRS_TESTS="nvmet-teardown-siw pair-io-c ..." runs only the named tests.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/suite.sh"
@@ -21,10 +27,28 @@ suite_setup
 moddir=$CACHE_DIR/modules/matrix-$(basename "$kbuild")
 suite_modules_copy "$moddir"
 
-tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-connect-siw nvmet-lifecycle-c nvmet-teardown-c})
+# The two-kernel runs: name, then the test of tests/pair/ and its arguments.
+declare -A pairs=(
+	[pair-io-rs]="nvmet-io nvmet_rdma_rs rxe 50"
+	[pair-io-c]="nvmet-io-c 50"
+	[pair-io-rs-siw]="nvmet-io nvmet_rdma_rs siw 50"
+	[pair-partition-rs]="nvmet-partition nvmet_rdma_rs rxe"
+	[pair-partition-c]="nvmet-partition-c"
+	[pair-resets-rs]="nvmet-resets nvmet_rdma_rs rxe 50"
+	[pair-resets-c]="nvmet-resets-c 50"
+)
+tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-connect-siw nvmet-lifecycle-c nvmet-teardown-c
+	pair-io-rs pair-io-c pair-io-rs-siw pair-partition-rs pair-partition-c pair-resets-rs pair-resets-c})
 for t in "${tests[@]}"; do
-	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir/src" -t 1500 \
-		-o "$CACHE_DIR/runs/matrix/$t" "$REPO_ROOT/tests/matrix/$t.sh"
+	if [ -n "${pairs[$t]:-}" ]; then
+		read -r script args <<<"${pairs[$t]}"
+		# shellcheck disable=SC2086 # (the arguments, split on purpose)
+		"$REPO_ROOT/scripts/vm-pair.sh" -k "$kbuild" -m "$moddir/src" -t 1500 \
+			-o "$CACHE_DIR/runs/matrix/$t" "$REPO_ROOT/tests/pair/$script.sh" $args
+	else
+		"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir/src" -t 1500 \
+			-o "$CACHE_DIR/runs/matrix/$t" "$REPO_ROOT/tests/matrix/$t.sh"
+	fi
 	result "vm-matrix/$t" $?
 done
 log "matrix took $(($(date +%s) - t0))s; VM logs in $CACHE_DIR/runs/matrix"

@@ -111,8 +111,14 @@ net_args=(-nic none)
 if [ -n "${RRS_VM_WIRE:-}" ]; then
 	wire_local=${RRS_VM_WIRE%%:*} wire_rest=${RRS_VM_WIRE#*:}
 	wire_remote=${wire_rest%%:*} wire_mac=${wire_rest#*:}
+	# (`host_mtu=9000,mrg_rxbuf=off`: the guest's virtio-net then receives into "big
+	# packet" buffers, not page_pool pages (virtnet_create_page_pools). rxe's receiver
+	# frees the packets of a QP going to reset or error under the QP's state lock with
+	# IRQs off (rxe_receiver, drain_req_pkts), and page_pool warns on a page returned with
+	# IRQs off: a host's `nvme reset` over rxe on a page_pool NIC warns every time. The
+	# guest sets its MTU back to 1500: pair_net_setup.)
 	net_args=(-netdev "dgram,id=wire,local.type=inet,local.host=127.0.0.1,local.port=$wire_local,remote.type=inet,remote.host=127.0.0.1,remote.port=$wire_remote"
-		-device "virtio-net-pci,netdev=wire,mac=$wire_mac")
+		-device "virtio-net-pci,netdev=wire,mac=$wire_mac,host_mtu=9000,mrg_rxbuf=off")
 fi
 pair_args=()
 if [ -n "${RRS_VM_PAIR_DIR:-}" ]; then

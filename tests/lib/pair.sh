@@ -22,6 +22,9 @@ pair_net_setup() {
 	local ip=$PAIR_IP_HOST
 	[ "$RRS_ROLE" = target ] && ip=$PAIR_IP_TARGET
 	ip addr add "$ip/24" dev wire
+	# (the NIC says 9000 so that it receives into buffers rxe can free with IRQs off:
+	# scripts/vm-run.sh; the wire carries ordinary Ethernet frames)
+	ip link set wire mtu 1500
 	ip link set wire up
 }
 
@@ -44,4 +47,66 @@ pair_wait() {
 		sleep 0.5
 	done
 	echo "rrs: pair: $peer signalled $name" >/dev/kmsg
+}
+
+# pair_wire_cut: cuts the wire (the relay between the guests drops every frame, both ways,
+# from within 50 ms), the guests' links staying up: a network partition.
+pair_wire_cut() {
+	touch "$PAIR_DIR/wire-cut"
+	sleep 0.1
+	echo "rrs: pair: wire cut" >/dev/kmsg
+}
+
+# pair_wire_cut_for MS: cuts the wire for MS milliseconds, timed by the relay (a slow
+# guest does not stretch it); returns once the cut is over.
+pair_wire_cut_for() {
+	echo "$1" >"$PAIR_DIR/wire-cut.tmp"
+	mv "$PAIR_DIR/wire-cut.tmp" "$PAIR_DIR/wire-cut-ms"
+	# (the relay takes the file away when it starts the cut)
+	wait_until 10 test ! -e "$PAIR_DIR/wire-cut-ms"
+	echo "rrs: pair: wire cut for $1 ms" >/dev/kmsg
+	sleep "$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)))"
+}
+
+# pair_wire_mend: joins the wire again.
+pair_wire_mend() {
+	rm -f "$PAIR_DIR/wire-cut"
+	sleep 0.1
+	echo "rrs: pair: wire mended" >/dev/kmsg
+}
+
+# pair_nvmet_target TRANSPORT_MODULE PROVIDER: the target guest's side: the transport
+# loaded, a memory-backed null_blk namespace of $NQN on $PAIR_IP_TARGET:4420 (port 1).
+pair_nvmet_target() {
+	nvmet_load "$1"
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1
+	step "target: a null_blk namespace on $PAIR_IP_TARGET:4420 over $2 ($1)"
+	nvmet_subsystem "$NQN"
+	nvmet_namespace "$NQN" 1 /dev/nullb0
+	nvmet_port 1 ipv4 "$PAIR_IP_TARGET" 4420
+	nvmet_link 1 "$NQN"
+}
+
+# pair_target_finish TRANSPORT_MODULE: once the host is done (its sign host-done): no
+# queue left, the configuration cleared, the transport unloaded, kmemleak clean; then
+# the sign target-done.
+pair_target_finish() {
+	pair_wait 1800 host-done
+	step "target: no queue left, unload, no leak"
+	nvmet_assert_idle "$1"
+	if [ "$1" = nvmet_rdma_rs ]; then
+		assert_no_dmesg "released after 0 commands" "a queue was released without its host's Connect"
+	fi
+	nvmet_clear
+	rmmod "$1"
+	kmemleak_check
+	pair_signal target-done
+}
+
+# pair_host_finish: the host is done (the sign host-done), and stays up until the target
+# has seen its last disconnect through and checked itself (target-done).
+pair_host_finish() {
+	pair_signal host-done
+	pair_wait 600 target-done
+	modprobe -r nvme-rdma
 }

@@ -1,0 +1,179 @@
+#!/bin/bash
+# What a host and an administrator do to a live target, across two kernels
+# (scripts/vm-pair.sh): the behaviours the community's NVMe test suite runs over RDMA,
+# each asserted here.
+# usage: nvmet-resets.sh [TRANSPORT_MODULE [PROVIDER [RESETS]]] (default nvmet_rdma_rs rxe 50)
+# - RESETS controller resets (`nvme reset`) in a row under the host's verified writes:
+#   each ends live, the writes end without an error;
+# - a disconnect during writes: they fail, and what was written before reads back
+#   intact after a reconnect;
+# - the host's I/O queue count changed between connects (1, then 2 with a write queue),
+#   and the subsystem's attr_qid_max lowered to 1 under verified writes (the core ends
+#   the controller, the host reconnects with one I/O queue), then raised again;
+# - flush, discard and write-zeroes on a file namespace (discarded and zeroed ranges
+#   read back as zeroes, the rest intact);
+# - a namespace added and disabled on the target while the host is connected: the host
+#   sees it come and go (asynchronous event, rescan);
+# - the discovery log's generation counter grows when a port is added, and the log
+#   lists both ports.
+# The C nvmet-rdma runs it too, as the control: the -c.sh script beside this one.
+. "$RRS_REPO/scripts/guest/lib.sh"
+. "$RRS_REPO/tests/lib/nvmet.sh"
+. "$RRS_REPO/tests/lib/pair.sh"
+transport=${1:-nvmet_rdma_rs} provider=${2:-rxe} resets=${3:-50}
+
+target() {
+	kmemleak_start
+	pair_nvmet_target "$transport" "$provider"
+	truncate -s 64M /tmp/ns2.img /tmp/ns3.img
+	nvmet_namespace "$NQN" 2 /tmp/ns2.img
+	pair_signal target-ready
+
+	pair_wait 1200 load-running
+	step "target: attr_qid_max 1 under the host's writes, then 2 again"
+	echo 1 >"$NVMET/subsystems/$NQN/attr_qid_max"
+	pair_signal qid-max-1
+	pair_wait 300 reconnected-1
+	echo 2 >"$NVMET/subsystems/$NQN/attr_qid_max"
+	pair_signal qid-max-2
+
+	pair_wait 600 want-ns3
+	step "target: namespace 3 added, then disabled"
+	nvmet_namespace "$NQN" 3 /tmp/ns3.img
+	pair_signal ns3-added
+	pair_wait 300 saw-ns3
+	echo 0 >"$NVMET/subsystems/$NQN/namespaces/3/enable"
+	pair_signal ns3-disabled
+
+	pair_wait 300 want-port2
+	step "target: a second port, 4421"
+	nvmet_port 2 ipv4 "$PAIR_IP_TARGET" 4421
+	nvmet_link 2 "$NQN"
+	pair_signal port2-added
+
+	pair_target_finish "$transport"
+	echo "pair nvmet-resets $transport over $provider: target ok"
+}
+
+# io_queues CTRL: the I/O queues host controller CTRL made when it last connected.
+io_queues() {
+	dmesg | sed -nE "s/.*nvme $1: creating ([0-9]+) I\/O queues.*/\1/p" | tail -1
+}
+
+# queues_made CTRL [N]: how many times host controller CTRL made its I/O queues (N of them).
+queues_made() {
+	dmesg | grep -c "nvme $1: creating ${2:-[0-9]*} I/O queues" || true
+}
+
+# discovery_log: the discovery log of the target, as nvme-cli's JSON.
+discovery_log() {
+	nvme discover -t rdma -a "$PAIR_IP_TARGET" -s 4420 -o json 2>/dev/null
+}
+
+host() {
+	modprobe nvme-rdma
+	pair_wait 600 target-ready
+	local dev ctrl i n
+	dev=$(host_connect "$PAIR_IP_TARGET" 4420 --reconnect-delay=1 --ctrl-loss-tmo=-1)
+	ctrl=$(host_ctrl "$NQN")
+
+	step "host: $resets controller resets under verified writes"
+	local made
+	made=$(queues_made "$ctrl")
+	for ((i = 1; i <= resets; )); do
+		# (ten resets under each load; the load outlives them, and must end clean)
+		load_start "$dev" 30
+		for ((n = 0; n < 10 && i <= resets; n++, i++)); do
+			nvme reset "/dev/$ctrl" || fail "reset $i failed"
+			wait_until 60 bash -c "[ \$(cat /sys/class/nvme/$ctrl/state) = live ]"
+		done
+		load_end clean
+	done
+	n=$(($(queues_made "$ctrl") - made))
+	((n >= resets)) || fail "$resets resets, but the host made its I/O queues again $n times"
+
+	step "host: a disconnect during writes; what was written before reads back"
+	fio_verify "$dev" before --rw=randwrite --bs=8k --size=8M --iodepth=8
+	fio --name=cut --filename="$dev" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+		--offset=32M --size=16M --iodepth=16 --time_based --runtime=300 \
+		--output=/tmp/fio-cut.out >/dev/null 2>&1 &
+	local fio_pid=$!
+	sleep 3
+	kill -0 $fio_pid || { cat /tmp/fio-cut.out; fail "the writes ended before the disconnect"; }
+	host_disconnect
+	local rc=0
+	wait $fio_pid || rc=$?
+	[ $rc != 0 ] || fail "writes to a disconnected controller ended without an error"
+	dev=$(host_connect "$PAIR_IP_TARGET" 4420 --nr-io-queues=1)
+	ctrl=$(host_ctrl "$NQN")
+	fio_verify_only "$dev" before --rw=randwrite --bs=8k --size=8M --iodepth=8
+	[ "$(io_queues "$ctrl")" = 1 ] || fail "asked for 1 I/O queue, made $(io_queues "$ctrl")"
+	host_disconnect
+
+	step "host: 2 I/O queues (one for writes), then attr_qid_max 1 under verified writes"
+	dev=$(host_connect "$PAIR_IP_TARGET" 4420 --nr-io-queues=1 --nr-write-queues=1 \
+		--reconnect-delay=1 --ctrl-loss-tmo=-1)
+	ctrl=$(host_ctrl "$NQN")
+	[ "$(io_queues "$ctrl")" = 2 ] || fail "asked for 2 I/O queues, made $(io_queues "$ctrl")"
+	local ones twos
+	ones=$(queues_made "$ctrl" 1) twos=$(queues_made "$ctrl" 2)
+	load_start "$dev" 90
+	pair_signal load-running
+	pair_wait 120 qid-max-1
+	wait_until 120 bash -c "[ \$(dmesg | grep -c 'nvme $ctrl: creating 1 I/O queues') -gt $ones ]"
+	wait_until 60 bash -c "[ \$(cat /sys/class/nvme/$ctrl/state) = live ]"
+	pair_signal reconnected-1
+	pair_wait 120 qid-max-2
+	# (the core ends the controller again, and the host comes back with its two queues)
+	wait_until 120 bash -c "[ \$(dmesg | grep -c 'nvme $ctrl: creating 2 I/O queues') -gt $twos ]"
+	wait_until 60 bash -c "[ \$(cat /sys/class/nvme/$ctrl/state) = live ]"
+	load_end clean
+
+	step "host: flush, discard and write-zeroes on namespace 2 (a file)"
+	local dev2
+	wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 2 >/dev/null"
+	dev2=$(ns_dev "$ctrl" 2)
+	head -c 4M /dev/urandom >/tmp/pattern
+	dd if=/tmp/pattern of="$dev2" bs=1M oflag=direct 2>/dev/null || fail "write to namespace 2 failed"
+	nvme flush "$dev2" >/dev/null || fail "flush failed"
+	blkdiscard -o 1M -l 1M "$dev2" || fail "discard failed"
+	blkdiscard -z -o 2M -l 1M "$dev2" || fail "write-zeroes failed"
+	dd if="$dev2" of=/tmp/back bs=1M count=4 iflag=direct 2>/dev/null || fail "read of namespace 2 failed"
+	cmp -s -n 1M /tmp/pattern /tmp/back || fail "the first MiB changed"
+	cmp -s -n 2M /dev/zero <(tail -c +1048577 /tmp/back) || fail "the discarded and zeroed MiBs do not read as zeroes"
+	cmp -s -i 3M /tmp/pattern /tmp/back || fail "the last MiB changed"
+
+	step "host: namespace 3 comes and goes while connected"
+	pair_signal want-ns3
+	pair_wait 120 ns3-added
+	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 3 >/dev/null"
+	pair_signal saw-ns3
+	pair_wait 120 ns3-disabled
+	wait_until 30 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ! ns_dev $ctrl 3 >/dev/null"
+
+	step "host: the discovery log's generation counter"
+	local gen1 gen2
+	gen1=$(discovery_log | python3 -c 'import json,sys; print(json.load(sys.stdin)["genctr"])') ||
+		fail "no discovery log"
+	pair_signal want-port2
+	pair_wait 120 port2-added
+	local log2
+	log2=$(discovery_log) || fail "no discovery log after the second port"
+	gen2=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["genctr"])' <<<"$log2")
+	((gen2 > gen1)) || fail "the generation counter stayed at $gen1 after a port was added ($gen2)"
+	python3 -c 'import json,sys; r = json.load(sys.stdin)["records"]; sys.exit(0 if {x["trsvcid"] for x in r} >= {"4420", "4421"} else 1)' <<<"$log2" ||
+		fail "the discovery log does not list both ports: $log2"
+	echo "discovery generation $gen1 -> $gen2"
+
+	host_disconnect
+	pair_host_finish
+	echo "pair nvmet-resets $transport over $provider: host ok"
+}
+
+pair_net_setup
+rdma_link_add "${provider}0" "$provider" wire
+case $RRS_ROLE in
+target) target ;;
+host) host ;;
+*) fail "unknown role $RRS_ROLE" ;;
+esac
