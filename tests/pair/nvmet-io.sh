@@ -8,7 +8,10 @@
 #   host's I/O goes on (verified again);
 # - under the host's verified writes, the target's port removed and made again, then the
 #   target's RDMA device deleted and added again: the host holds its I/O over each,
-#   reconnects by itself, and its writes end without an error and read back intact;
+#   reconnects by itself, and its writes end without an error and read back intact.
+#   Ours listens again by itself once the device is back; the C transport does not (its
+#   listener goes with the device), so for it the test enables the port again, as its
+#   administrator would;
 # - CYCLES connects and disconnects of a controller (one I/O queue of 32), each live;
 # - on the target afterwards: no queue left, the transport unloads once the ports are
 #   gone, and kmemleak finds nothing.
@@ -50,6 +53,15 @@ target() {
 	fi
 	sleep 3
 	rdma_link_add "${provider}0" "$provider" wire
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		wait_until 30 bash -c "dmesg | grep -q 'nvmet_rdma_rs: port 1: listening again on $PAIR_IP_TARGET:4420'"
+	else
+		# (the C transport drops a port's listener with its device and does not listen
+		# again (nvmet_rdma_device_removal): the administrator enables the port again)
+		echo "the C transport's port 1 is not listening after its device came back: enabling it again"
+		nvmet_unlink 1 "$NQN"
+		nvmet_link 1 "$NQN"
+	fi
 	pair_signal device-back
 
 	pair_target_finish "$transport"
