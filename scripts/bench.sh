@@ -149,7 +149,9 @@ mkdir -p "$CACHE_DIR/bench"
 ln -sfn "$(realpath "$out")" "$CACHE_DIR/bench/latest"
 python3 "$REPO_ROOT/scripts/bench-report.py" --kernel "$(basename "$kbuild")" "$out/vm/raw" "$out"
 # Memory per controller, C beside Rust (the smoke: one configuration).
-"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" ${moddir:+-m "$moddir"} -t 1800 -o "$out/mem-vm" \
+# (three rounds of 4 configurations x 2 transports, about 20 minutes under TCG; the smoke,
+# one of one)
+"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" ${moddir:+-m "$moddir"} -t 3600 -o "$out/mem-vm" \
 	"$REPO_ROOT/tests/bench/mem-per-queue.sh" $([ $profile = smoke ] && echo smoke) >&2
 python3 "$REPO_ROOT/scripts/mem-report.py" "$out/mem-vm/raw/mem.txt" | tee -a "$out/bench.md"
 counted_run

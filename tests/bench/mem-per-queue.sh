@@ -5,10 +5,12 @@
 # depth (128) and the largest the RDMA transports allow (256), /proc/meminfo and the CQ
 # entries of every CQ (`rdma res show cq`) before and after four hosts connect (one admin
 # and one I/O queue each), after a warm-up connect. Host-side costs are the same for both
-# transports. Writes /run/results/raw/mem.txt, one line per configuration:
-#   mem TRANSPORT SRQ DEPTH CONTROLLERS slab_kb=N vmalloc_kb=N memfree_kb=N cqes=N
+# transports. The whole is repeated ROUNDS times (default 3), the transports alternating
+# within a round, so that the report has an interval. Writes /run/results/raw/mem.txt, one
+# line per configuration and round:
+#   mem TRANSPORT SRQ DEPTH CONTROLLERS slab_kb=N vmalloc_kb=N memfree_kb=N cqes=N round=R
 #
-# usage (guest): mem-per-queue.sh [smoke]
+# usage (guest): mem-per-queue.sh [smoke | ROUNDS] (smoke: one configuration, one round)
 . "$RRS_REPO/scripts/guest/lib.sh"
 . "$RRS_REPO/tests/lib/nvmet.sh"
 kb() { awk -v k="$1" '$1 == k":" {print $2}' /proc/meminfo; }
@@ -22,12 +24,19 @@ veth_setup
 rdma_link_add rxe0 rxe veth0
 modprobe null_blk nr_devices=1 memory_backed=1 gb=1
 configs=("0 128" "1 128" "0 256" "1 256")
-[ "${1:-}" = smoke ] && configs=("0 128")
+rounds=${1:-3}
+if [ "$rounds" = smoke ]; then
+	configs=("0 128")
+	rounds=1
+fi
 controllers=4
+for ((round = 1; round <= rounds; round++)); do
 for config in "${configs[@]}"; do
 	read -r srq depth <<<"$config"
-	for t in nvmet-rdma nvmet_rdma_rs; do
-		step "$t, use_srq=$srq, queue depth $depth"
+	order=(nvmet-rdma nvmet_rdma_rs)
+	((round % 2)) || order=(nvmet_rdma_rs nvmet-rdma)
+	for t in "${order[@]}"; do
+		step "round $round: $t, use_srq=$srq, queue depth $depth"
 		NVMET_MODULE_ARGS="use_srq=$srq" nvmet_load "$t"
 		nvmet_subsystem "$NQN"
 		nvmet_namespace "$NQN" 1 /dev/nullb0
@@ -45,12 +54,13 @@ for config in "${configs[@]}"; do
 		done
 		sleep 3
 		read -r s1 v1 f1 q1 <<<"$(snap)"
-		echo "mem $t $srq $depth $controllers slab_kb=$((s1 - s0)) vmalloc_kb=$((v1 - v0)) memfree_kb=$((f0 - f1)) cqes=$((q1 - q0))" |
+		echo "mem $t $srq $depth $controllers slab_kb=$((s1 - s0)) vmalloc_kb=$((v1 - v0)) memfree_kb=$((f0 - f1)) cqes=$((q1 - q0)) round=$round" |
 			tee -a "$out"
 		for c in /sys/class/nvme/nvme*; do echo 1 >"$c/delete_controller"; done
 		sleep 3
 		nvmet_clear
 		rmmod "${t//-/_}"
 	done
+done
 done
 echo "mem: $out"
