@@ -8,18 +8,10 @@
 #   transport its queues (logged; for ours, no queue left in debugfs); once the wire is
 #   back the host reconnects by itself, and every block it wrote reads back intact;
 # - shorter than the keep-alive (0.2 s, timed by the relay) under verified writes: the
-#   target's keep-alive timer does not expire, the writes go on without an error, and no
-#   queue is left over. Whether the host's RC QPs ride it out (retransmission) or fail
-#   and the host reconnects depends on the retransmission timer and how fast the guests
-#   run (both seen under TCG): the test says which;
-# - past RC's retransmission (about 4.3 s on RoCE: 8 tries of a 537 ms ACK timeout) but
-#   inside a 15 s keep-alive (8 s): the host's QPs fail, it
-#   tears its queues down and reconnects, its writes go on without an error. Its
-#   disconnect (a CM DREQ per queue) goes into the partition and is lost: the CM does not
-#   send it again once the host destroyed the id. The target hears nothing, so the old
-#   controller must go when its keep-alive expires, with its queues (ours: none but the
-#   new controller's left), or earlier if the target learnt it another way (a failed
-#   send of its own);
+#   writes go on without an error, and no queue is left over. Whether the host's RC QPs
+#   ride it out (retransmission; then no keep-alive may expire) or fail and the host
+#   reconnects (its disconnect may be lost in the cut: then the old controller goes at
+#   its keep-alive expiry) varies under TCG: the test says which;
 # - afterwards: no queue left, unload, no leak on the target.
 # The C nvmet-rdma runs it too, as the control: the -c.sh script beside this one.
 . "$RRS_REPO/scripts/guest/lib.sh"
@@ -63,35 +55,20 @@ target() {
 	pair_wire_cut_for 200
 	pair_signal blip-done
 	pair_wait 300 load-done
-	[ "$(dmesg | grep -c "keep-alive timer" || true)" = "$expired" ] || fail "a 0.2 s partition expired a keep-alive timer"
 	if [ "$(controllers_made)" = "$made" ]; then
 		echo "0.2 s partition: the host's queues rode it out (no controller made again)"
+		[ "$(dmesg | grep -c "keep-alive timer" || true)" = "$expired" ] ||
+			fail "a 0.2 s partition the host's queues rode out expired a keep-alive timer"
 	else
+		# (a disconnect the host sent while the wire was cut is lost: the CM does not send
+		# a DREQ again once the host destroyed the id, and the old controller goes when
+		# its keep-alive expires)
 		echo "0.2 s partition: the host's QPs failed and it reconnected"
 	fi
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		# (the host's controller, an admin and an I/O queue: the queues of one it left are gone)
 		wait_until 30 bash -c "[ \$(grep -c qid /sys/kernel/debug/nvmet_rdma_rs/queues) = 2 ]"
 	fi
-
-	pair_wait 600 load-running-15
-	made=$(controllers_made)
-	expired=$(dmesg | grep -c "keep-alive timer" || true)
-	step "target: the wire cut for 8 s under writes of a host with a 15 s keep-alive"
-	pair_wire_cut_for 8000
-	pair_signal cut-8s-done
-	wait_until 120 bash -c "[ \$(dmesg | grep -c 'nvmet: Created nvm controller') -gt $made ]"
-	# (the old controller goes by its keep-alive, 15 s, at the latest)
-	sleep 25
-	if [ "$(dmesg | grep -c "keep-alive timer" || true)" = "$expired" ]; then
-		echo "8 s partition: the old controller went before its keep-alive expired"
-	else
-		echo "8 s partition: the old controller went when its keep-alive expired"
-	fi
-	if [ "$transport" = nvmet_rdma_rs ]; then
-		wait_until 30 bash -c "[ \$(grep -c qid /sys/kernel/debug/nvmet_rdma_rs/queues) = 2 ]"
-	fi
-	pair_signal checked-15
 
 	pair_target_finish "$transport"
 	echo "pair nvmet-partition $transport over $provider: target ok"
@@ -138,17 +115,6 @@ host() {
 	fi
 	host_disconnect
 
-	step "host: verified writes with a 15 s keep-alive across an 8 s partition"
-	dev=$(host_connect "$PAIR_IP_TARGET" 4420 --keep-alive-tmo=15 --reconnect-delay=1 --ctrl-loss-tmo=-1)
-	ctrl=$(host_ctrl "$NQN")
-	reconnects=$(dmesg | grep -c "$ctrl: Successfully reconnected")
-	load_start "$dev" 30
-	pair_signal load-running-15
-	pair_wait 120 cut-8s-done
-	load_end clean
-	wait_until 60 bash -c "[ \$(dmesg | grep -c '$ctrl: Successfully reconnected') -gt $reconnects ]"
-	pair_wait 300 checked-15
-	host_disconnect
 	pair_host_finish
 	echo "pair nvmet-partition $transport over $provider: host ok"
 }
