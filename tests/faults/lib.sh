@@ -530,8 +530,26 @@ fi_summary() {
 	for f in "${FI_FAILURES[@]}"; do echo "  failure: $f"; done
 }
 
+# Phases whose cases rightly inject nothing, with the reason (fi_finish prints it).
+declare -A FI_NOTHING_TO_INJECT=()
+
+# fi_check_injected: a phase with cases none of which injected a failure tested nothing:
+# a failure of the run, unless FI_NOTHING_TO_INJECT gives the phase's reason.
+fi_check_injected() {
+	local p
+	for p in "${FI_PHASE_ORDER[@]}"; do
+		((${FI_PHASE_CASES[$p]} > 0 && ${FI_PHASE_HITS[$p]} == 0)) || continue
+		if [ -n "${FI_NOTHING_TO_INJECT[$p]:-}" ]; then
+			echo "phase $p injected nothing, as it should: ${FI_NOTHING_TO_INJECT[$p]}"
+		else
+			FI_PHASE=$p fi_fail "${FI_PHASE_CASES[$p]} cases and none injected a failure: the phase tested nothing"
+		fi
+	done
+}
+
 # fi_finish: the summary; exits non-zero if anything failed.
 fi_finish() {
+	fi_check_injected
 	fi_summary
 	[ "$FI_FAILS" = 0 ] || exit 1
 }

@@ -370,6 +370,7 @@ fn_phase_port_disable() {
 # stayed. Every allocation of the admin's command fails here: the queues must end.
 fn_phase_close_queues() {
 	fi_phase close-queues
+	FI_NOTHING_TO_INJECT[close-queues]="closing queues allocates nothing (its cases fail every allocation of the command and check that the queues end all the same)"
 	fi_one task 0 60 fn_disable_task_op fn_disable_check fn_disable_prep
 	[ "$FI_RC" = 0 ] || fi_fail "port 2 disabled with every allocation failing: its queues did not end (issue 14 finding 3)"
 	fi_one task 0 60 fn_delctrl_task_op fn_delctrl_check fn_delctrl_prep

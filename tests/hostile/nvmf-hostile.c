@@ -13,6 +13,8 @@
  *   nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-S NSID] [-c CASE]...  named cases (default: all;
  *                                    storm needs -S, a namespace completing after seconds)
  *   nvmf-hostile -a ADDR [-p PORT] -n SUBNQN -s SEED -i N     N random cases from SEED
+ *   -C: the target is the C nvmet-rdma (the control): the storm case expects its guard's
+ *       answer (it lets the late admin queue in)
  *
  * Exit status 0 when every case ended as expected; each case prints one line.
  */
@@ -65,6 +67,8 @@
 
 static const char *opt_addr, *opt_port = "4420", *opt_nqn;
 static bool verbose;
+/* -C: the target is the C nvmet-rdma (the control), where a case expects its answer. */
+static bool opt_c_target;
 /* A namespace whose commands complete only after seconds (-S), for the storm case. */
 static uint32_t opt_slow_nsid;
 /* Bytes of host memory per connection the target may reach (the storm's many take less). */
@@ -601,7 +605,7 @@ static bool target_serves(void)
 }
 
 static int failures;
-static char why[256];
+static char why[480];
 
 #define EXPECT(cond, ...)                                        \
 	do {                                                     \
@@ -856,6 +860,7 @@ static bool case_in_capsule_offsets(void)
 		{ 1u << 20, 512, 4096 },	/* past any in-capsule size */
 		{ UINT64_MAX - 255, 512, 4096 },	/* wraps */
 	};
+	char wrong[400] = "";
 	uint16_t cid;
 	struct conn *a, *q;
 	struct response r;
@@ -865,19 +870,73 @@ static bool case_in_capsule_offsets(void)
 
 	if (!open_queues(&a, &q, 16))
 		goto out;
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+	/* Every row is tried while the queue lasts, and each wrong answer named. */
+	for (i = 0; i < sizeof(t) / sizeof(t[0]) && !q->gone; i++) {
 		rw_sqe(q, OPC_WRITE, 0, t[i].len / 512, &cid);
 		sgl_in_capsule(q->send_buf, t[i].off, t[i].len);
 		o = run(q, SQE_SIZE + t[i].sent, cid, &r);
-		EXPECT(o == ANSWERED && r.status == (SC_SGL_INVALID_OFFSET | SC_DNR),
-		       "offset %llu, length %u, %zu bytes sent: %s, status %#x", (unsigned long long)t[i].off,
-		       t[i].len, t[i].sent, outcome_name(o), r.status);
+		if (o != ANSWERED || r.status != (SC_SGL_INVALID_OFFSET | SC_DNR)) {
+			size_t at = strlen(wrong);
+
+			snprintf(wrong + at, sizeof(wrong) - at, " offset %llu length %u (%zu sent): %s %#x;",
+				 (unsigned long long)t[i].off, t[i].len, t[i].sent, outcome_name(o),
+				 o == ANSWERED ? r.status : 0);
+			say("  %s\n", wrong + at);
+		}
 	}
+	EXPECT(!wrong[0], "expected SGL Offset Invalid for each, got:%s", wrong);
 	/* In-capsule data on a Read is refused (Invalid Field). */
 	rw_sqe(q, OPC_READ, 0, 8, &cid);
 	sgl_in_capsule(q->send_buf, 0, 4096);
 	o = run(q, SQE_SIZE + 4096, cid, &r);
 	EXPECT_STATUS(o, r, SC_INVALID_FIELD | SC_DNR, "in-capsule data on a Read");
+	ok = true;
+out:
+	conn_close(q);
+	conn_close(a);
+	return ok;
+}
+
+/*
+ * In-capsule data at a non-zero offset into the capsule's data area: a Write of one
+ * block whose data starts at byte 1024, then one that ends at the last byte of a 4 KiB
+ * in-capsule area (offset 3584), each followed by a keyed Read of the same block. The
+ * block must read back as the bytes at the offset, not as those before it.
+ */
+static bool case_in_capsule_at_offset(void)
+{
+	static const uint64_t offsets[] = { 1024, 3584 };
+	struct conn *a = NULL, *q = NULL;
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+	unsigned int i;
+	uint16_t cid;
+
+	if (!open_queues(&a, &q, 16))
+		goto out;
+	for (i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
+		uint64_t off = offsets[i];
+		uint8_t *data = q->send_buf + SQE_SIZE;
+
+		rw_sqe(q, OPC_WRITE, 8 + i, 1, &cid);
+		sgl_in_capsule(q->send_buf, off, 512);
+		/* Before the offset, bytes that must not land; at it, the block's. */
+		memset(data, 0xee, off);
+		for (unsigned int b = 0; b < 512; b++)
+			data[off + b] = (uint8_t)(b * 7 + i + 1);
+		o = run(q, SQE_SIZE + off + 512, cid, &r);
+		EXPECT_STATUS(o, r, 0, "an in-capsule Write at offset 1024 or 3584");
+		rw_sqe(q, OPC_READ, 8 + i, 1, &cid);
+		memset(q->data_buf, 0, 512);
+		sgl_keyed(q, q->send_buf, 0, 512, q->data_mr->rkey, SGL_KEYED);
+		o = run(q, SQE_SIZE, cid, &r);
+		EXPECT_STATUS(o, r, 0, "the Read of the block written in-capsule");
+		for (unsigned int b = 0; b < 512; b++)
+			EXPECT(q->data_buf[b] == (uint8_t)(b * 7 + i + 1),
+			       "in-capsule data at offset %llu: byte %u reads back %#x, written %#x",
+			       (unsigned long long)off, b, q->data_buf[b], (uint8_t)(b * 7 + i + 1));
+	}
 	ok = true;
 out:
 	conn_close(q);
@@ -911,6 +970,134 @@ static bool case_before_connect(void)
 	EXPECT(o == ANSWERED && r.status, "Read before Connect: %s, status %#x", outcome_name(o), r.status);
 	o = nvmf_connect(q, 1, 15, 0x7777, true, &r);
 	EXPECT(o == ANSWERED && r.status, "I/O Connect to no controller: %s, status %#x", outcome_name(o), r.status);
+	ok = true;
+out:
+	conn_close(q);
+	return ok;
+}
+
+/*
+ * Connect requests whose private data is shorter than struct nvme_rdma_cm_req (32
+ * bytes), cut from a well-formed admin queue's: none, 1, 4 and 7 bytes (the record
+ * format, qid, hrqsize and hsqsize end at byte 8), 8 and 31 (those fields whole, the
+ * record still short). Each is refused with NVME_RDMA_CM_INVALID_LEN (an accepted one is
+ * closed at once). Only iWARP (siw)
+ * hands the target the bytes as sent: the IB CM (rxe) pads a REQ's private data to 56
+ * bytes with zeros, and a padded request is a full one, so over IB the case is skipped.
+ */
+#define CM_INVALID_LEN 1
+
+static bool case_short_private_data(void)
+{
+	static const uint8_t lens[] = { 0, 1, 4, 7, 8, 31 };
+	char wrong[192] = "";
+	uint8_t pd[32] = { 0 };
+	struct conn *q = NULL;
+	bool ok = false;
+	unsigned int i;
+
+	put16(pd + 4, AQ_DEPTH);
+	put16(pd + 6, AQ_DEPTH - 1);
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		q = conn_open_raw(lens[i] ? pd : NULL, lens[i]);
+		EXPECT(q, "connect attempt with %u bytes failed locally", lens[i]);
+		if (q->id->verbs->device->transport_type != IBV_TRANSPORT_IWARP) {
+			printf("  short-private-data: skipped: the IB CM pads private data (run it over siw)\n");
+			ok = true;
+			goto out;
+		}
+		/* Every length is tried, and each wrong answer named. */
+		if (!q->gone || q->reject != CM_INVALID_LEN) {
+			size_t at = strlen(wrong);
+
+			if (q->gone)
+				snprintf(wrong + at, sizeof(wrong) - at, " %u bytes: refused with %d;", lens[i],
+					 q->reject);
+			else
+				snprintf(wrong + at, sizeof(wrong) - at, " %u bytes: accepted;", lens[i]);
+		}
+		conn_close(q);
+		q = NULL;
+	}
+	EXPECT(!wrong[0], "expected reject %d for each, got:%s", CM_INVALID_LEN, wrong);
+	ok = true;
+out:
+	conn_close(q);
+	return ok;
+}
+
+/*
+ * Commands that may reach the target before its RDMA CM has reported the connection
+ * established: the host posts its Connect and a Property Get (CAP) together as soon as
+ * the connection is established on its side, while the target's CM may still be
+ * handling the RTU (IB) or its MPA reply (iWARP). 64 fresh admin queues; on each both
+ * commands are answered (the Connect with status 0) and the controller then enables.
+ * None may be lost between the receive and the ESTABLISHED event.
+ */
+#define EARLY_ROUNDS 64
+#define FCTYPE_PROPERTY_GET 0x04
+
+static bool case_early_commands(void)
+{
+	static const char hostnqn[] = "nqn.2026-11.io.rdma-rs:hostile";
+	struct conn *q = NULL;
+	struct response r;
+	bool ok = false;
+	uint16_t cid;
+	int round;
+
+	for (round = 0; round < EARLY_ROUNDS; round++) {
+		uint8_t *s, *data;
+
+		q = conn_open(0, AQ_DEPTH, AQ_DEPTH - 1);
+		EXPECT(q && !q->gone, "round %d: no admin queue", round);
+		s = sqe_at(q, 0, OPC_FABRICS, &cid);
+		s[4] = FCTYPE_CONNECT;
+		put16(s + 44, AQ_DEPTH - 1);
+		data = q->data_buf;
+		memset(data, 0, 1024);
+		memcpy(data, "hostile-host-id!", 16);
+		put16(data + 16, 0xffff);
+		snprintf((char *)data + 256, 256, "%s", opt_nqn);
+		snprintf((char *)data + 512, 256, "%s", hostnqn);
+		sgl_keyed(q, s, 0, 1024, q->data_mr->rkey, SGL_KEYED);
+		s = sqe_at(q, 1, OPC_FABRICS, &cid);
+		s[4] = FCTYPE_PROPERTY_GET;
+		s[40] = 1; /* 8 bytes */
+		put32(s + 44, 0); /* CAP */
+		{
+			struct ibv_sge sge[2] = {
+				{ (uintptr_t)q->send_buf, SQE_SIZE, q->send_mr->lkey },
+				{ (uintptr_t)(q->send_buf + SQE_SIZE), SQE_SIZE, q->send_mr->lkey },
+			};
+			struct ibv_send_wr wr[2] = {
+				{ .wr_id = 3000, .next = &wr[1], .sg_list = &sge[0], .num_sge = 1,
+				  .opcode = IBV_WR_SEND },
+				{ .wr_id = 3001, .sg_list = &sge[1], .num_sge = 1, .opcode = IBV_WR_SEND },
+			}, *bad;
+			uint64_t end = now_ms() + TIMEOUT_MS;
+			bool connected = false, got = false;
+			enum outcome o = ANSWERED;
+			int n;
+
+			EXPECT(ibv_post_send(q->id->qp, wr, &bad) == 0, "round %d: post failed", round);
+			for (n = 0; n < 2 && (o = next_response(q, end, &r)) == ANSWERED; n++) {
+				if (r.cid == cid) {
+					got = true;
+				} else {
+					EXPECT(r.status == 0, "round %d: Connect status %#x", round, r.status);
+					connected = true;
+				}
+			}
+			EXPECT(o == ANSWERED && connected && got,
+			       "round %d: Connect %s, Property Get %s, then %s", round,
+			       connected ? "answered" : "lost", got ? "answered" : "lost", outcome_name(o));
+		}
+		EXPECT(nvmf_enable(q, &r) == ANSWERED && r.status == 0, "round %d: enable status %#x",
+		       round, r.status);
+		conn_close(q);
+		q = NULL;
+	}
 	ok = true;
 out:
 	conn_close(q);
@@ -1246,9 +1433,15 @@ static bool case_storm(void)
 	}
 	late = conn_open(0, AQ_DEPTH, AQ_DEPTH - 1);
 	EXPECT(late, "the admin connect during the storm failed locally");
-	EXPECT(late->gone && late->reject == CM_NO_RSC,
-	       "an admin queue during the teardown of %d queues: %s (reject status %d), expected reject %d",
-	       n, late->gone ? "refused" : "accepted", late->reject, CM_NO_RSC);
+	if (opt_c_target)
+		/* The C transport's guard counts the disconnecting queues whose controller is
+		 * the new queue's: none yet (NULL), so only queues that never joined one. */
+		EXPECT(!late->gone, "C: an admin queue during the teardown of %d queues of two controllers refused (reject status %d)",
+		       n, late->reject);
+	else
+		EXPECT(late->gone && late->reject == CM_NO_RSC,
+		       "an admin queue during the teardown of %d queues: %s (reject status %d), expected reject %d",
+		       n, late->gone ? "refused" : "accepted", late->reject, CM_NO_RSC);
 	conn_free(late);
 	late = NULL;
 	/* The Reads complete (the namespace's delay) and the queues go: served again. */
@@ -1265,6 +1458,190 @@ out:
 		conn_close(a[i]);
 	conn_close(late);
 	data_buf_size = saved;
+	return ok;
+}
+
+/* --- fault injection on the data path ---------------------------------------------- */
+
+/* Writes value to /sys/kernel/debug/ATTR/FILE (a fault-injection attribute). */
+static bool fault_set(const char *attr, const char *file, const char *value)
+{
+	char path[128];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/%s/%s", attr, file);
+	f = fopen(path, "w");
+	if (!f)
+		return false;
+	ok = fputs(value, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+/* Reads /sys/kernel/debug/ATTR/FILE as a number; -2 if it cannot be read. */
+static long long fault_get(const char *attr, const char *file)
+{
+	char path[128];
+	long long v = -2;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/%s/%s", attr, file);
+	f = fopen(path, "r");
+	if (!f)
+		return -2;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -2;
+	fclose(f);
+	return v;
+}
+
+/* The text of kernel function `name`: its address and the next symbol's (/proc/kallsyms). */
+static bool text_range(const char *name, unsigned long long *start, unsigned long long *end)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	unsigned long long addr, next = ~0ULL;
+	char line[512], sym[256], type;
+
+	*start = 0;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) == 3 && (type == 'T' || type == 't') &&
+		    strcmp(sym, name) == 0)
+			*start = addr;
+	rewind(f);
+	while (*start && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx", &addr) == 1 && addr > *start && addr < next)
+			next = addr;
+	fclose(f);
+	*end = next;
+	return *start && next != ~0ULL;
+}
+
+/* Disarms fault-injection attribute attr. */
+static void fault_disarm(const char *attr)
+{
+	fault_set(attr, "probability", "0");
+	fault_set(attr, "times", "0");
+}
+
+/*
+ * Arms attr (failslab or fail_page_alloc) to fail the first allocation, sleeping or not,
+ * whose stack holds kernel function `function`, once. False if the kernel has no such
+ * files or function.
+ */
+static bool fault_arm(const char *attr, const char *function)
+{
+	unsigned long long start, end;
+	char v[32];
+	bool ok;
+
+	if (!text_range(function, &start, &end))
+		return false;
+	fault_disarm(attr);
+	snprintf(v, sizeof(v), "%#llx", start);
+	ok = fault_set(attr, "require-start", v);
+	snprintf(v, sizeof(v), "%#llx", end);
+	ok = ok && fault_set(attr, "require-end", v);
+	ok = ok && fault_set(attr, "reject-start", "0") && fault_set(attr, "reject-end", "0");
+	ok = ok && fault_set(attr, "stacktrace-depth", "32") && fault_set(attr, "ignore-gfp-wait", "N");
+	ok = ok && fault_set(attr, "task-filter", "N") && fault_set(attr, "space", "0");
+	ok = ok && fault_set(attr, "interval", "1") && fault_set(attr, "verbose", "1");
+	if (ok && strcmp(attr, "fail_page_alloc") == 0)
+		ok = fault_set(attr, "min-order", "0") && fault_set(attr, "ignore-gfp-highmem", "N");
+	else if (ok)
+		ok = fault_set(attr, "cache-filter", "N");
+	ok = ok && fault_set(attr, "times", "1") && fault_set(attr, "probability", "100");
+	if (!ok)
+		fault_disarm(attr);
+	return ok;
+}
+
+/*
+ * Allocation failures on the data path of one I/O command, injected by the kernel's
+ * fault injection (failslab, fail_page_alloc, with the stack-trace filter): the data
+ * buffer (nvmet_req_alloc_sgls: its scatterlist, then a page) and the rdma_rw context
+ * (rdma_rw_ctx_init: its SGE and work request arrays). Only allocations with that
+ * function on their stack are candidates, and the first one after arming fails. For a
+ * 128 KiB keyed Write and then Read (32 pages, which rdma_rw maps with a work request
+ * array): the command is answered Internal Error (no DNR: a host retries it), the
+ * failure must have been injected (`times` reads 0 after), and the queue goes on: the
+ * same command again gets status 0, and the Read returns what the Write wrote. (A post
+ * that fails is not injected: rxe's post allocates nothing.) Skipped without the
+ * fault-injection files (CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC,
+ * CONFIG_FAULT_INJECTION_STACKTRACE_FILTER).
+ */
+#define SC_INTERNAL 0x6
+#define FAULT_BYTES (128 * 1024)
+
+static bool case_data_path_faults(void)
+{
+	static const struct {
+		const char *attr, *function;
+	} faults[] = {
+		{ "failslab", "nvmet_req_alloc_sgls" },
+		{ "fail_page_alloc", "nvmet_req_alloc_sgls" },
+		{ "failslab", "rdma_rw_ctx_init" },
+	};
+	static const uint8_t opcodes[] = { OPC_WRITE, OPC_READ };
+	const char *attr = NULL;
+	struct conn *a = NULL, *q = NULL;
+	struct response r;
+	enum outcome o;
+	bool ok = false;
+	unsigned int i, j;
+	uint16_t cid;
+
+	if (fault_get("failslab", "times") == -2 || fault_get("fail_page_alloc", "times") == -2) {
+		printf("  data-path-faults: skipped: no fault injection in this kernel\n");
+		return true;
+	}
+	if (!open_queues(&a, &q, 16))
+		goto out;
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		for (j = 0; j < 2; j++) {
+			const char *what = opcodes[j] == OPC_WRITE ? "Write" : "Read";
+			uint64_t lba = 1024 + i * (FAULT_BYTES / 512);
+			long long left;
+
+			if (opcodes[j] == OPC_WRITE)
+				for (unsigned int b = 0; b < FAULT_BYTES; b++)
+					q->data_buf[b] = (uint8_t)(b * 13 + i + 1);
+			attr = faults[i].attr;
+			EXPECT(fault_arm(attr, faults[i].function), "%s cannot be aimed at %s", attr,
+			       faults[i].function);
+			rw_sqe(q, opcodes[j], lba, FAULT_BYTES / 512, &cid);
+			sgl_keyed(q, q->send_buf, opcodes[j] == OPC_READ ? FAULT_BYTES : 0, FAULT_BYTES,
+				  q->data_mr->rkey, SGL_KEYED);
+			o = run(q, SQE_SIZE, cid, &r);
+			left = fault_get(attr, "times");
+			fault_disarm(attr);
+			attr = NULL;
+			EXPECT(left == 0, "%s in %s on a 128 KiB %s: nothing was injected", faults[i].attr,
+			       faults[i].function, what);
+			EXPECT(o == ANSWERED && r.status == SC_INTERNAL,
+			       "%s in %s on a 128 KiB %s: %s, status %#x, expected %#x", faults[i].attr,
+			       faults[i].function, what, outcome_name(o), o == ANSWERED ? r.status : 0,
+			       SC_INTERNAL);
+			/* The queue goes on: the same command again. */
+			rw_sqe(q, opcodes[j], lba, FAULT_BYTES / 512, &cid);
+			sgl_keyed(q, q->send_buf, opcodes[j] == OPC_READ ? FAULT_BYTES : 0, FAULT_BYTES,
+				  q->data_mr->rkey, SGL_KEYED);
+			o = run(q, SQE_SIZE, cid, &r);
+			EXPECT_STATUS(o, r, 0, "the same command after the injected failure");
+		}
+		EXPECT(memcmp(q->data_buf, q->data_buf + FAULT_BYTES, FAULT_BYTES) == 0,
+		       "after %s in %s: the Read does not return what the Write wrote", faults[i].attr,
+		       faults[i].function);
+		say("  data-path-faults: %s in %s: Internal Error, then served\n", faults[i].attr,
+		    faults[i].function);
+	}
+	ok = true;
+out:
+	if (attr)
+		fault_disarm(attr);
+	conn_close(q);
+	conn_close(a);
 	return ok;
 }
 
@@ -1333,13 +1710,17 @@ static const struct {
 	{ "bad-keys", case_bad_keys },
 	{ "lengths", case_lengths },
 	{ "in-capsule-offsets", case_in_capsule_offsets },
+	{ "in-capsule-at-offset", case_in_capsule_at_offset },
 	{ "before-connect", case_before_connect },
+	{ "short-private-data", case_short_private_data },
+	{ "early-commands", case_early_commands },
 	{ "queue-sizes", case_queue_sizes },
 	{ "burst", case_burst },
 	{ "send-queue-full", case_send_queue_full },
 	{ "keep-alive", case_keep_alive },
 	{ "disconnect-mid-read", case_disconnect_mid_read },
 	{ "storm", case_storm },
+	{ "data-path-faults", case_data_path_faults },
 };
 
 static void check(const char *name, bool (*fn)(void))
@@ -1364,7 +1745,7 @@ static void usage(void)
 {
 	unsigned int i;
 
-	fprintf(stderr, "usage: nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-S SLOW_NSID] [-v] [-c CASE]... | [-s SEED -i N]\ncases:");
+	fprintf(stderr, "usage: nvmf-hostile -a ADDR [-p PORT] -n SUBNQN [-S SLOW_NSID] [-C] [-v] [-c CASE]... | [-s SEED -i N]\ncases:");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		fprintf(stderr, " %s", cases[i].name);
 	fprintf(stderr, "\n");
@@ -1379,7 +1760,7 @@ int main(int argc, char **argv)
 	bool random_mode = false;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "a:p:n:c:s:i:S:v")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:c:s:i:S:vC")) != -1) {
 		switch (opt) {
 		case 'a': opt_addr = optarg; break;
 		case 'p': opt_port = optarg; break;
@@ -1393,6 +1774,7 @@ int main(int argc, char **argv)
 		case 'i': iterations = strtoull(optarg, NULL, 0); break;
 		case 'S': opt_slow_nsid = strtoul(optarg, NULL, 0); break;
 		case 'v': verbose = true; break;
+		case 'C': opt_c_target = true; break;
 		default: usage();
 		}
 	}

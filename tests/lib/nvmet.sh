@@ -348,6 +348,16 @@ assert_queues_clean() {
 	fi
 }
 
+# task_cpu_ticks PID: the task's user and system time so far, in clock ticks
+# (/proc/PID/stat fields 14 and 15; the name, field 2, has no spaces here).
+task_cpu_ticks() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	# shellcheck disable=SC2086 # (split into fields on purpose)
+	set -- $stat
+	echo $((${14} + ${15}))
+}
+
 # nvmet_rxe_target TRANSPORT_MODULE [PROVIDER]: where most tests start: a veth pair, rxe0
 # (or PROVIDER0: siw0) on veth0, the transport, a 1 GiB memory-backed null_blk as
 # namespace 1 of $NQN, and port 1 on $RRS_IP4_A:4420 exposing it.
@@ -617,11 +627,9 @@ removal_during_reconnect() {
 	t0=$SECONDS
 	rdma link delete "${provider}0" &
 	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		((SECONDS - t0 < 30)) || fail "rdma link delete has not returned after 30 s (does the removal wait for a queue that came after it started?)"
-		sleep 0.2
-	done
-	wait "$pid" || fail "rdma link delete failed"
+	# (and a signal to it: wait_blocked_signalled; the removal completes regardless)
+	wait_blocked_signalled "$pid" "rdma link delete ${provider}0"
+	((SECONDS - t0 < 30)) || fail "rdma link delete returned after $((SECONDS - t0)) s (does the removal wait for a queue that came after it started?)"
 	echo "rdma link delete returned after $((SECONDS - t0)) s"
 	wait_until 10 test ! -e "/sys/class/infiniband/${provider}0"
 	if [ "$transport" = nvmet_rdma_rs ]; then
@@ -676,6 +684,80 @@ slow_nullb_add() {
 slow_nullb_remove() {
 	echo 0 >"$SLOW_NULLB/power"
 	rmdir "$SLOW_NULLB"
+}
+
+# wait_blocked_signalled PID WHAT: WHAT (PID, a background command) is blocked in the
+# kernel; sends it SIGTERM (a background job of a script ignores SIGINT) and waits for
+# it. The signal must not make the wait spin: the task's CPU time over the rest of the
+# wait stays near zero (an interruptible wait would return at once, again and again). It
+# must have been blocked a second at least after the signal (the test held what it is
+# for), and end with status 0 or by the signal (143) on its way out.
+wait_blocked_signalled() {
+	local pid=$1 what=$2 t1 rc=0 ticks ticks0 now blocked_ms
+	sleep 0.5
+	kill -0 "$pid" 2>/dev/null || fail "$what returned within 0.5 s: nothing held it"
+	ticks0=$(task_cpu_ticks "$pid")
+	ticks=$ticks0
+	kill -TERM "$pid"
+	t1=$(date +%s%N)
+	while kill -0 "$pid" 2>/dev/null; do
+		(($(date +%s%N) - t1 < 30000000000)) || fail "$what has not returned 30 s after SIGTERM"
+		now=$(task_cpu_ticks "$pid") || break
+		ticks=$now
+		sleep 0.2
+	done
+	blocked_ms=$((($(date +%s%N) - t1) / 1000000))
+	wait "$pid" || rc=$?
+	[ "$rc" = 0 ] || [ "$rc" = 143 ] || fail "$what failed (status $rc)"
+	echo "$what: after SIGTERM it stayed blocked $blocked_ms ms and used $((ticks - ticks0)) CPU ticks (status $rc)"
+	((blocked_ms >= 1000)) || fail "$what returned $blocked_ms ms after SIGTERM: the test did not hold it blocked"
+	((ticks - ticks0 <= 20)) || fail "$what used $((ticks - ticks0)) CPU ticks in $blocked_ms ms after SIGTERM: its wait spins"
+}
+
+# unload_while_releasing TRANSPORT_MODULE PROVIDER: the transport loaded again with a host
+# whose reads are in flight on a namespace that completes after 8 s; then the port is
+# removed and the module unloaded while those reads hold the queues' release. Ours waits
+# for a port's queues when the port goes (rmdir blocks), so that unloading finds none;
+# the C transport lets the port go and waits in rmmod (its RDMA client's removal flushes
+# the release work). The waiting task gets a signal: wait_blocked_signalled. Then the
+# port and the module are gone and no queue is left.
+unload_while_releasing() {
+	local transport=$1 provider=$2 ctrl slowdev fio_pid pid
+	rdma_link_add "${provider}0" "$provider" veth0
+	nvmet_load "$transport"
+	nvmet_subsystem "$NQN"
+	slow_nullb_add
+	nvmet_namespace "$NQN" 1 /dev/nullb_slow
+	nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+	nvmet_link 1 "$NQN"
+	slowdev=$(host_connect "$RRS_IP4_A" 4420 --ctrl-loss-tmo=5)
+	ctrl=$(host_ctrl "$NQN")
+	fio --name=slow --filename="$slowdev" --ioengine=libaio --direct=1 --allow_file_create=0 --rw=randread \
+		--bs=4k --iodepth=8 --time_based --runtime=10 --output=/dev/null >/dev/null 2>&1 &
+	fio_pid=$!
+	wait_until 90 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -ge 2 ]"
+	nvmet_unlink 1 "$NQN"
+	rmdir "$NVMET/ports/1" &
+	pid=$!
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		wait_blocked_signalled "$pid" "rmdir of port 1"
+		test ! -e "$NVMET/ports/1" || fail "port 1 is still there after its rmdir"
+		nvmet_assert_idle "$transport"
+		rmmod "$transport"
+	else
+		wait "$pid" || fail "rmdir of port 1 failed"
+		rmmod "$transport" &
+		pid=$!
+		wait_blocked_signalled "$pid" "rmmod $transport"
+	fi
+	test ! -e "/sys/module/${transport//-/_}" || fail "$transport is still loaded after rmmod"
+	# (the host gives its controller up 5 s after the port went; fio's reads fail)
+	wait "$fio_pid" || true
+	wait_until 30 bash -c "! test -e /sys/class/nvme/$ctrl"
+	modprobe -r nvme-rdma
+	nvmet_clear
+	slow_nullb_remove
+	rdma_link_delete "${provider}0"
 }
 
 # nvmet_teardown_test TRANSPORT_MODULE [PROVIDER]: teardown under verified load, one after
@@ -818,6 +900,9 @@ nvmet_teardown_test() {
 	# retry interval so that the log scanner sees it if it does. (Retries after the first
 	# failure do not log, so the log cannot show one that ran harmlessly.)
 	[ "$transport" = nvmet_rdma_rs ] && sleep 6
+
+	step "(h) the port's removal and the unload wait for queues still being released; a signal to the waiting task"
+	unload_while_releasing "$transport" "$provider"
 	kmemleak_check
 	echo "nvmet-teardown $transport over $provider${NVMET_MODULE_ARGS:+ ($NVMET_MODULE_ARGS)}: ok"
 }
@@ -900,7 +985,7 @@ nvmet_hostile_test() {
 		rc=0
 		/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" -S 2 "$@" || rc=$?
 		[ "$rc" = 0 ] || fail "the hostile host reports failed cases (status $rc)"
-		if [ -z "$*" ] || [[ " $* " == *" storm "* ]]; then
+		if [ "$transport" = nvmet_rdma_rs ] && { [ -z "$*" ] || [[ " $* " == *" storm "* ]]; }; then
 			assert_dmesg "nvmet_rdma_rs: refusing a new controller's admin queue from .*: (129|1[3-9][0-9]) queues are still being torn down" \
 				"the storm case did not meet the reconnect-storm guard"
 		fi
@@ -921,6 +1006,48 @@ nvmet_hostile_test() {
 	modprobe -r nvme-rdma
 	slow_nullb_remove
 	rdma_link_delete rxe0
+	if [ -z "$*" ] || [[ " $* " == *" short-private-data "* ]]; then
+		hostile_short_private_data_over_siw "$transport"
+	fi
 	kmemleak_check
 	echo "nvmet-hostile $transport: ok"
+}
+
+# hostile_short_private_data_over_siw TRANSPORT_MODULE: the hostile host's
+# short-private-data case over siw, which hands the target a connect's private data as
+# sent (the IB CM pads a REQ's to 56 bytes). Ours must refuse each with
+# NVME_RDMA_CM_INVALID_LEN; the C transport of 7.2 checks only that there is some, and
+# the case must see it take a short one (the control shows the case can fail). Then a
+# real host is served over siw with verified I/O.
+hostile_short_private_data_over_siw() {
+	local transport=$1 out=/tmp/hostile-siw.out rc=0 dev
+	body_start "nvmet_hostile_test $transport: short private data over siw"
+	rdma_link_add siw0 siw veth0
+	nvmet_load "$transport"
+	nvmet_subsystem "$NQN"
+	nvmet_namespace "$NQN" 1 /dev/nullb0
+	nvmet_port 1 ipv4 "$RRS_IP4_A" 4420
+	nvmet_link 1 "$NQN"
+
+	step "connects with 0, 1, 4, 7, 8 and 31 bytes of private data, over siw"
+	/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" -c short-private-data >"$out" 2>&1 || rc=$?
+	cat "$out"
+	grep -q 'skipped' "$out" && fail "short-private-data did not run over iWARP"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		[ "$rc" = 0 ] || fail "a connect with short private data was not refused with INVALID_LEN"
+	else
+		grep -q '^case short-private-data: FAILED' "$out" ||
+			fail "the C transport refused every short private data: its 7.2 defect is gone, update the docs"
+	fi
+
+	step "afterwards: no queue is left, a real host is served over siw with verified I/O"
+	nvmet_assert_idle "$transport"
+	dev=$(host_connect "$RRS_IP4_A" 4420)
+	fio_verify "$dev" after-short-private-data --rw=randwrite --bs=4k --iodepth=8 --size=1M
+	host_disconnect
+	nvmet_clear
+	nvmet_assert_idle "$transport"
+	rmmod "$transport"
+	modprobe -r nvme-rdma
+	rdma_link_delete siw0
 }
