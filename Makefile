@@ -9,6 +9,7 @@
 #   make modules_install   after make: installs the modules into INSTALL_MOD_PATH/lib/
 #                     modules/<KDIR's release>/updates and runs depmod
 #   make CLIPPY=1     build with clippy as the Rust compiler driver
+#   make RRS_TEST_HOOKS=1  build with nvmet_rdma_rs's test hold points (test_hooks.rs; the suites do)
 #   make demo         set up, build, boot the VM and show the modules at work
 #   make check        the test suite (host checks, then VM tests); prints "N passed, N failed"
 #   make check-kasan  builds the KASAN kernel (clang-19), the modules against it with
@@ -42,7 +43,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/nvmet $(REPO)/rdma_server $(REP
 
 # What scripts/kbuild.sh takes from make's variables (it picks the compilers itself).
 KBUILD_ENV = KDIR="$(KDIR)" CLIPPY="$(CLIPPY)" INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
-	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)"
+	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)" RRS_TEST_HOOKS="$(RRS_TEST_HOOKS)"
 
 .PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-matrix bench bench-profile bench-counted bench-compare fuzz hostile-random probes fmt fmt-check clean
 

@@ -10,6 +10,7 @@ use crate::port::{Port, BACKLOG};
 use crate::queue::Queue;
 use crate::rdma::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest};
 use crate::target::Target;
+use crate::test_hooks::HoldPoint;
 use crate::wire::ConnectData;
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use kernel::{
@@ -169,6 +170,7 @@ impl CmHandler for Listener {
                 return;
             }
         };
+        crate::test_hooks::hold(HoldPoint::Parsed, &request.peer());
         if let Err(e) = Queue::start(target, port, data, request) {
             port.stats.rejects.fetch_add(1, Relaxed);
             if e == ENODEV {

@@ -40,6 +40,7 @@ mod recv;
 mod send_wait;
 mod srq;
 mod target;
+mod test_hooks;
 mod wire;
 
 /// The owner name the RDMA core records for this module's verbs objects.
@@ -137,6 +138,9 @@ fn show_queues(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result 
 struct NvmetRdmaRs {
     _ports: Pin<KBox<File<Arc<Target>>>>,
     _queues: Pin<KBox<File<Arc<Target>>>>,
+    /// The test hold points' files (test builds only).
+    #[cfg(rrs_test_hooks)]
+    _hooks: test_hooks::Files,
     _dir: Dir,
     target: Arc<Target>,
     _registration: nvmet::Registration<NvmetRdma>,
@@ -166,6 +170,8 @@ impl kernel::Module for NvmetRdmaRs {
                 dir.read_callback_file(c"queues", target.clone(), &show_queues),
                 GFP_KERNEL,
             )?;
+            #[cfg(rrs_test_hooks)]
+            let hooks = test_hooks::Files::new(&dir)?;
             // Last: once registered, configfs can enable ports and hosts connect, so
             // nothing may fail after it.
             let registration = nvmet::Registration::new(&OPS).inspect_err(|_| {
@@ -174,12 +180,26 @@ impl kernel::Module for NvmetRdmaRs {
                      unload it first\n"
                 )
             })?;
-            Ok((device_watch, registration, dir, ports, queues))
+            Ok((
+                device_watch,
+                registration,
+                dir,
+                ports,
+                queues,
+                #[cfg(rrs_test_hooks)]
+                hooks,
+            ))
         })();
+        #[cfg(rrs_test_hooks)]
+        let (device_watch, registration, dir, ports, queues, hooks) =
+            loaded.inspect_err(|_| Target::uninstall())?;
+        #[cfg(not(rrs_test_hooks))]
         let (device_watch, registration, dir, ports, queues) =
             loaded.inspect_err(|_| Target::uninstall())?;
         pr_info!("registered as the NVMe-oF RDMA transport\n");
         Ok(Self {
+            #[cfg(rrs_test_hooks)]
+            _hooks: hooks,
             _ports: ports,
             _queues: queues,
             _dir: dir,

@@ -20,6 +20,7 @@ use crate::rdma::{
     PublishOnce, QpCaps, SocketAddr,
 };
 use crate::target::{ListedQueue, NvmetRdma, Target};
+use crate::test_hooks::HoldPoint;
 use crate::wire::ConnectData;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{
@@ -130,6 +131,7 @@ impl Queue {
                 return Err(e);
             }
         };
+        crate::test_hooks::hold(HoldPoint::Listed, &peer);
         match held {
             Some(held) => Lifecycle::set_up(queue, held),
             // (Never for a new queue; RDMA CM rejects the request.)

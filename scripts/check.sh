@@ -42,7 +42,8 @@ result host/hostile-host-builds $?
 build_log=$CACHE_DIR/runs/modules-build.log
 mkdir -p "$(dirname "$build_log")"
 make -C "$REPO_ROOT" clean >/dev/null
-make -C "$REPO_ROOT" KDIR="$kbuild" CLIPPY=1 modules >"$build_log" 2>&1
+# (with the test hold points, nvmet_rdma_rs/test_hooks.rs, which the VM tests use)
+make -C "$REPO_ROOT" KDIR="$kbuild" CLIPPY=1 RRS_TEST_HOOKS=1 modules >"$build_log" 2>&1
 rc=$?
 if [ $rc = 0 ] && grep -Ei '^(warning|error)|: warning:' "$build_log"; then
 	log "the module build printed warnings (full log: $build_log)"

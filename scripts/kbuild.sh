@@ -23,7 +23,7 @@ target=${1:?usage: kbuild.sh modules|modules_install}
 shift
 # (the Makefile passes unset variables as empty ones, which kbuild would take as set:
 # INSTALL_MOD_DIR= installs outside updates/)
-for v in KDIR CLIPPY INSTALL_MOD_PATH INSTALL_MOD_DIR; do
+for v in KDIR CLIPPY INSTALL_MOD_PATH INSTALL_MOD_DIR RRS_TEST_HOOKS; do
 	[ -n "${!v:-}" ] || unset "$v"
 done
 
@@ -87,5 +87,7 @@ fi
 [ -z "$libclang" ] || vars+=("LIBCLANG_PATH=$libclang")
 
 [ -n "${CLIPPY:-}" ] && vars+=("CLIPPY=1")
+# (the test hold points of nvmet_rdma_rs/test_hooks.rs; the test suites build with them)
+[ "${RRS_TEST_HOOKS:-}" = 1 ] && vars+=("RRS_TEST_HOOKS=1")
 log "$target for $kdir: ${vars[*]}"
 exec make -C "$kdir" M="$REPO_ROOT" BINDGEN=bindgen "${vars[@]}" "$@" "$target"
