@@ -2,7 +2,7 @@
 
 //! Protection domains (`struct ib_pd`).
 
-use super::{bindings, kernel_gaps::param::BoolParam, Device};
+use super::{bindings, device::DeviceRef, kernel_gaps::param::BoolParam, Device};
 use core::ptr::NonNull;
 use kernel::{prelude::*, sync::Arc};
 
@@ -63,14 +63,22 @@ impl GlobalRkeyParam {
 ///
 /// # Invariants
 ///
-/// `pd` came from `__ib_alloc_pd` and is deallocated only in `Drop`.
+/// `pd` came from `__ib_alloc_pd` and is deallocated only in `Drop`, before `_device_ref`
+/// is put: the device's unregistration, which waits for its references after its
+/// clients are removed, cannot free the device under a PD still to be deallocated (one
+/// whose last owner goes after the RDMA core removed the device's clients: a queue that
+/// joined the device while its removal was under way, an SRQ set of such a queue).
 pub(crate) struct Pd {
     pd: NonNull<bindings::ib_pd>,
     /// The device the PD was allocated on, as an address (only compared).
     device: usize,
+    /// A reference on that device, put after the PD is deallocated (field drop follows
+    /// `Drop::drop`).
+    _device_ref: DeviceRef,
 }
 
-// SAFETY: a PD is a handle the RDMA core lets any thread use.
+// SAFETY: a PD is a handle the RDMA core lets any thread use, and a device reference may
+// be put from any thread.
 unsafe impl Send for Pd {}
 // SAFETY: shared use only reads immutable fields (keys) or passes the pointer to the core.
 unsafe impl Sync for Pd {}
@@ -80,6 +88,8 @@ impl Pd {
     /// the device-wide DMA rkey (`IB_PD_UNSAFE_GLOBAL_RKEY`) that krping's `mem_mode=dma`
     /// advertises, which exposes all DMA-able memory to the peers of its QPs.
     pub(crate) fn new(device: &Device, global_rkey: Option<GlobalRkeyOptIn>) -> Result<Arc<Self>> {
+        // (taken first: a device whose last reference went gets no PD)
+        let device_ref = device.try_hold().ok_or(ENODEV)?;
         let flags = if global_rkey.is_some() {
             bindings::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY
         } else {
@@ -92,10 +102,12 @@ impl Pd {
         };
         let pd = super::from_err_ptr(pd)?;
         // A failed `Arc` allocation drops the `Pd`, which deallocates the PD.
+        // INVARIANT: the PD was just allocated; the reference was just taken.
         Ok(Arc::new(
             Self {
                 pd,
                 device: device.as_raw() as usize,
+                _device_ref: device_ref,
             },
             GFP_KERNEL,
         )?)
@@ -127,8 +139,9 @@ impl Pd {
 
 impl Drop for Pd {
     fn drop(&mut self) {
-        // SAFETY: by the type invariant the PD is live; its users (QPs, SRQs, MRs) each
-        // hold a reference, so the last of them is gone and nothing uses it any more.
+        // SAFETY: by the type invariant the PD is live, and the device with it (the
+        // reference in `_device_ref`, put only after this); the PD's users (QPs, SRQs,
+        // MRs) each hold a reference, so the last of them is gone and nothing uses it.
         unsafe { bindings::rdma_rs_ib_dealloc_pd(self.as_raw()) };
     }
 }
