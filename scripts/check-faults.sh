@@ -3,7 +3,7 @@
 # the stack-trace filter at the project's modules, fail their allocations one at a time
 # across the load, port enable and disable, connect, I/O, device removal and unload of
 # nvmet_rdma_rs, and the same of the demo pair; every case must end in an error to the
-# host or the admin (or be absorbed) and a clean recovery, with no splat, no leak
+# host or the admin (or be absorbed where the sweep says why) and a clean recovery, with no splat, no leak
 # (kmemleak), no hang, and rmmod working at the end. A few VMs, a group of phases each
 # (a hang ends its VM only). See Documentation/fault-injection.md. Ends with
 # "N passed, N failed" (one line per VM) and the guests' summaries.
@@ -39,8 +39,9 @@ mkdir -p "$out"
 for g in "${groups[@]}"; do
 	[ -n "${GROUP_SCRIPT[$g]:-}" ] || { log "unknown group $g"; result "faults/$g" 1; continue; }
 	# shellcheck disable=SC2086 # (words)
+	# (stacks: where each failure landed, so that an absorbed one is judged by its place)
 	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir/src" -t 1800 -o "$out/$g" \
-		"$REPO_ROOT/tests/faults/${GROUP_SCRIPT[$g]}" ${RRS_FAULT_OPTIONS:-} ${GROUP_PHASES[$g]}
+		"$REPO_ROOT/tests/faults/${GROUP_SCRIPT[$g]}" stacks ${RRS_FAULT_OPTIONS:-} ${GROUP_PHASES[$g]}
 	result "faults/$g" $?
 done
 

@@ -14,6 +14,11 @@ that signature in full (every required text in the report, none of the forbidden
 is printed as known instead of failing the run. Nothing else is ever excused, and a
 report that also involves this project's modules never matches.
 
+A fault-injection sweep that asks for the stack of each injected failure (to name where
+it landed) declares "# rrs-fault-stacks": then the stack dump that fault injection prints
+right after "FAULT_INJECTION: forcing a failure" (up to its "</TASK>") is not a call
+trace to fail on. Any other report inside it still is.
+
 usage: scan-kernel-log.py [--test TEST_SCRIPT] SERIAL_LOG
 """
 import argparse
@@ -104,6 +109,14 @@ def known_reports(test_script):
     return names
 
 
+def fault_stacks(test_script):
+    """Whether the test declares "# rrs-fault-stacks" (see the docstring)."""
+    if test_script:
+        with open(test_script, encoding="utf-8", errors="replace") as f:
+            return any(re.match(r"#\s*rrs-fault-stacks\s*$", line) for line in f)
+    return False
+
+
 def report_block(messages, start):
     """The kernel messages of the report that begins at messages[start]: up to the end of
     its stack dump (a "</TASK>" line or "---[ end trace"), at most 200 messages."""
@@ -128,9 +141,10 @@ def taint_letters(value):
     return {TAINT_LETTERS[bit] for bit in range(len(TAINT_LETTERS)) if value >> bit & 1}
 
 
-def scan(lines, allowed_taint, known=frozenset(), notes=None):
+def scan(lines, allowed_taint, known=frozenset(), notes=None, fault_stack_dumps=False):
     """Returns a list of problems found in the log lines. Reports matching one of the
-    `known` signatures are described in `notes` (a list) instead."""
+    `known` signatures are described in `notes` (a list) instead. With
+    `fault_stack_dumps`, the call traces fault injection prints are not problems."""
     problems = []
     taint = None
     messages = []  # (line number, kernel message text)
@@ -144,11 +158,20 @@ def scan(lines, allowed_taint, known=frozenset(), notes=None):
         if k:
             messages.append((number, k.group(1)))
     excused_until = 0
+    # Fault injection's dumps still to end ("</TASK>"): two failures on two CPUs at once
+    # print both headers before either dump.
+    fault_dumps = 0
     for index, (number, text) in enumerate(messages):
+        if fault_stack_dumps and "FAULT_INJECTION: forcing a failure" in text:
+            fault_dumps += 1
+        elif fault_dumps and text.strip() == "</TASK>":
+            fault_dumps -= 1
         for name, pattern in SPLATS:
             if not pattern.search(text):
                 continue
             if number <= excused_until:
+                break
+            if name == "call trace" and fault_dumps:
                 break
             block = report_block(messages, index)
             which = matches_known(block, known) if known else None
@@ -173,7 +196,8 @@ def main():
     args = parser.parse_args()
     notes = []
     with open(args.log, encoding="utf-8", errors="replace") as f:
-        problems = scan(f, expected_taint(args.test), known_reports(args.test), notes)
+        problems = scan(f, expected_taint(args.test), known_reports(args.test), notes,
+                        fault_stacks(args.test))
     for n in notes:
         print(f"splat: {n} (declared by the test; C code, not this project's)", file=sys.stderr)
     for p in problems[:40]:

@@ -4,6 +4,8 @@
 # usage (guest, through scripts/vm-run.sh): demo-sweep.sh [OPTION...] PHASE...
 #   PHASE: server-load client-load connect send ping device-removal unload
 #   OPTION: as tests/faults/nvmet-sweep.sh's (max=N pmax=N dense=N ks=K:K:... stacks)
+# The stack dumps of injected failures (the stacks option) are not splats:
+# rrs-fault-stacks
 . "$RRS_REPO/scripts/guest/lib.sh"
 . "$RRS_REPO/tests/faults/lib.sh"
 . "$RRS_REPO/tests/faults/demo.sh"

@@ -14,6 +14,10 @@ FD_IP=$RRS_IP4_A
 FD_DEMO=/sys/kernel/debug/rdma_demo
 FD_CONNS=/sys/kernel/debug/rdma_server/connections
 
+# Where an injected failure is rightly absorbed (tests/faults/lib.sh, fi_judge_absorbed):
+# a text of the injected-at frames -> why.
+FI_ABSORBED_REASON[ib_send_cm_dreq]="the disconnect request of a connection being closed could not be sent: the connection ends all the same, and the peer learns it as of a request lost on the wire (its QP's errors)"
+
 fd_setup() {
 	kmemleak_start
 	veth_setup

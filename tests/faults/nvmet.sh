@@ -22,6 +22,13 @@ FN_RECONNECT=",reconnect_delay=1,ctrl_loss_tmo=6"
 # would make short-lived queues on that port while the test counts them).
 FN_NORECONNECT=",ctrl_loss_tmo=0"
 
+# Where an injected failure is rightly absorbed (tests/faults/lib.sh, fi_judge_absorbed):
+# a text of the injected-at frames -> why.
+FI_ABSORBED_REASON[nvmet_req_alloc_sgls]="an I/O command's data buffer: that command is answered Internal Error without DNR and the host retries it (nvmet-hostile's data-path-faults asserts the status)"
+FI_ABSORBED_REASON[rdma_rw_ctx_init]="an I/O command's rdma_rw context: that command is answered Internal Error without DNR and the host retries it (nvmet-hostile's data-path-faults asserts the status)"
+FI_ABSORBED_REASON[ib_send_cm_dreq]="the disconnect request of a queue being closed could not be sent: the queue ends all the same, and the host learns it as of a request lost on the wire (its QP's errors or its keep-alive)"
+FI_ABSORBED_REASON[debugfs_start_creating]="a debugfs entry of the transport: it loads and serves without its diagnostics files (the kernel's debugfs convention; the sweep's load check notes it)"
+
 # fn_setup: rxe0 on a veth pair, the host and the target, namespace 1 of $NQN (null_blk)
 # on port 1 (4420, enabled); port 2 (4421) made but not enabled; injection aimed at the
 # transport.
@@ -350,6 +357,7 @@ fn_phase_load() {
 }
 fn_phase_unload() {
 	fi_phase unload
+	FI_NOTHING_TO_INJECT[unload]="unloading an idle transport allocates nothing (its task-mode case fails every allocation of rmmod, and the module unloads all the same)"
 	fn_drop_hosts_or_abort
 	fn_sweep_both 60 fn_unload_op fn_unload_check fn_unload_prep
 	fi_one task 0 60 fn_unload_task_op fn_unload_check fn_unload_prep

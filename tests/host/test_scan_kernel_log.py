@@ -45,6 +45,26 @@ class ScanKernelLog(unittest.TestCase):
         self.assertIn(f": {kind}: ", found[0])
         return found
 
+    def test_fault_injection_stack_dumps_excused_only_when_declared(self):
+        with open(os.path.join(FIXTURES, "fault-stacks.log"), encoding="utf-8") as f:
+            lines = f.readlines()
+        # Undeclared: the injected failure's dump is a call trace like any other.
+        found = scan.scan(lines, set("OE"))
+        self.assertTrue(found[0].startswith("line 6: call trace: "), found)
+        # Declared: that dump is excused; the WARNING after it and its trace are not.
+        found = scan.scan(lines, set("OE"), fault_stack_dumps=True)
+        self.assertEqual(len(found), 2, found)
+        self.assertIn(": WARNING: drivers/infiniband/core/cma.c:123", found[0])
+        self.assertIn("line 18: call trace: ", found[1])
+
+    def test_interleaved_fault_injection_dumps_are_excused_both(self):
+        # Two failures on two CPUs: both headers first, then the two dumps; a third
+        # call trace after them is not excused.
+        with open(os.path.join(FIXTURES, "fault-stacks-interleaved.log"), encoding="utf-8") as f:
+            found = scan.scan(f, set("OE"), fault_stack_dumps=True)
+        self.assertEqual(len(found), 1, found)
+        self.assertTrue(found[0].startswith("line 16: call trace: "), found)
+
     def test_kasan_report_is_caught(self):
         found = self.first_problem("kasan.log", "BUG")
         self.assertIn("BUG: KASAN: slab-use-after-free in", found[0])
