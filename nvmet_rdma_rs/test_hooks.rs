@@ -15,6 +15,8 @@
 //! listener's handler mutex: a port's removal (which destroys the listener) waits for
 //! the handler, and so does the RDMA core's removal of the device.
 
+#![forbid(unsafe_code)]
+
 use kernel::fmt::Display;
 
 /// Where a connect request can be held.
