@@ -477,24 +477,31 @@ static enum outcome run(struct conn *c, size_t len, uint16_t cid, struct respons
 /* The keep-alive timeout admin Connects ask for, in ms (0: none). */
 static uint32_t connect_kato;
 
+/* The Connect command's 1024 bytes of data: host ID, controller ID, subsystem and host NQNs. */
+static void connect_data(uint8_t *data, uint16_t cntlid)
+{
+	static const char hostnqn[] = "nqn.2026-11.io.rdma-rs:hostile";
+
+	memset(data, 0, 1024);
+	memcpy(data, "hostile-host-id!", 16);
+	put16(data + 16, cntlid);
+	snprintf((char *)data + 256, 256, "%s", opt_nqn);
+	snprintf((char *)data + 512, 256, "%s", hostnqn);
+}
+
 static enum outcome nvmf_connect(struct conn *c, uint16_t qid, uint16_t sqsize, uint16_t cntlid,
 				 bool in_capsule, struct response *r)
 {
 	uint16_t cid;
 	uint8_t *s = sqe(c, OPC_FABRICS, &cid);
 	uint8_t *data = in_capsule ? c->send_buf + SQE_SIZE : c->data_buf;
-	static const char hostnqn[] = "nqn.2026-11.io.rdma-rs:hostile";
 
 	s[4] = FCTYPE_CONNECT;
 	put16(s + 42, qid);
 	put16(s + 44, sqsize);
 	if (qid == 0)
 		put32(s + 48, connect_kato);
-	memset(data, 0, 1024);
-	memcpy(data, "hostile-host-id!", 16);
-	put16(data + 16, cntlid);
-	snprintf((char *)data + 256, 256, "%s", opt_nqn);
-	snprintf((char *)data + 512, 256, "%s", hostnqn);
+	connect_data(data, cntlid);
 	if (in_capsule) {
 		sgl_in_capsule(s, 0, 1024);
 		return run(c, SQE_SIZE + 1024, cid, r);
@@ -1039,7 +1046,6 @@ out:
 
 static bool case_early_commands(void)
 {
-	static const char hostnqn[] = "nqn.2026-11.io.rdma-rs:hostile";
 	struct conn *q = NULL;
 	struct response r;
 	bool ok = false;
@@ -1047,19 +1053,14 @@ static bool case_early_commands(void)
 	int round;
 
 	for (round = 0; round < EARLY_ROUNDS; round++) {
-		uint8_t *s, *data;
+		uint8_t *s;
 
 		q = conn_open(0, AQ_DEPTH, AQ_DEPTH - 1);
 		EXPECT(q && !q->gone, "round %d: no admin queue", round);
 		s = sqe_at(q, 0, OPC_FABRICS, &cid);
 		s[4] = FCTYPE_CONNECT;
 		put16(s + 44, AQ_DEPTH - 1);
-		data = q->data_buf;
-		memset(data, 0, 1024);
-		memcpy(data, "hostile-host-id!", 16);
-		put16(data + 16, 0xffff);
-		snprintf((char *)data + 256, 256, "%s", opt_nqn);
-		snprintf((char *)data + 512, 256, "%s", hostnqn);
+		connect_data(q->data_buf, 0xffff);
 		sgl_keyed(q, s, 0, 1024, q->data_mr->rkey, SGL_KEYED);
 		s = sqe_at(q, 1, OPC_FABRICS, &cid);
 		s[4] = FCTYPE_PROPERTY_GET;
