@@ -17,6 +17,8 @@ hold_ms=3000
 
 # log_count REGEX: how many lines of the kernel log match (one body: the whole log).
 log_count() { dmesg | grep -cE -- "$1" || true; }
+# log_count_above REGEX N: more than N lines match.
+log_count_above() { [ "$(log_count "$1")" -gt "$2" ]; }
 
 # held_connect_start POINT: the hold armed at POINT, a host's connect started in the
 # background (it may fail: its CM times out after 3 s), and waited for until the log shows
@@ -28,7 +30,7 @@ held_connect_start() {
 	echo "$hold_ms" >"$hooks/test_hold_${point}_ms"
 	timeout 60 nvme connect -t rdma -n "$NQN" -a "$RRS_IP4_A" -s 4420 --ctrl-loss-tmo=1 >/dev/null 2>&1 &
 	connect_pid=$!
-	wait_until 20 bash -c "[ \$(dmesg | grep -cE 'test hook: connect from .* held at $point for $hold_ms ms') -gt $held ]"
+	wait_until 20 log_count_above "test hook: connect from .* held at $point for $hold_ms ms" "$held"
 	# (the first queue's request is held: the handler holds it $hold_ms ms from now)
 	[ "$(log_count "test hook: connect from .* goes on from $point")" = "$went_on" ] ||
 		fail "the held connect went on before the action started"
@@ -100,7 +102,7 @@ held_connect_start listed
 if rmmod "$transport" 2>/dev/null; then fail "rmmod took the transport away under an enabled port"; fi
 [ "$(log_count "test hook: connect from .* goes on from listed")" = "$went_on" ] ||
 	fail "the connect went on before rmmod was refused: the refusal did not land inside it"
-wait_until 20 bash -c "[ \$(dmesg | grep -cE 'test hook: connect from .* goes on from listed') -gt $went_on ]"
+wait_until 20 log_count_above "test hook: connect from .* goes on from listed" "$went_on"
 held_connect_end listed "the wait"
 hold_ms=3000
 served after-rmmod-refused
