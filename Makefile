@@ -16,12 +16,13 @@
 #                     make KDIR=, and runs the heaviest VM tests on it
 #   make check-faults the fault-injection sweep (failslab, fail_page_alloc on the modules'
 #                     allocations); prints "N passed, N failed"
+#   make check-faults-kasan   the same sweep on the KASAN kernel (make check-kasan's)
 #   make check-matrix the teardown test over rxe with use_srq=1 and over siw (make check
 #                     runs it over rxe), 150 connects over siw under load, and the C
 #                     controls of the lifecycle and teardown tests; prints "N passed, N failed"
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel, then instructions per I/O counted under -icount;
-#                     ends with "min ratio Rust/C: X.XX (±Y.YY)" of the counted figure
+#                     ends with "transport cost Rust/C, worst row: X.XXX (±Y.YYY)"
 #   make bench-counted   the counted figure only;  make bench-compare REV=HEAD~1: ours at
 #                     REV against ours now, counted, in one VM
 #   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side
@@ -45,7 +46,7 @@ RUST_SOURCES = $(shell find $(REPO)/rdma $(REPO)/nvmet $(REPO)/rdma_server $(REP
 KBUILD_ENV = KDIR="$(KDIR)" CLIPPY="$(CLIPPY)" INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
 	     INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)" RRS_TEST_HOOKS="$(RRS_TEST_HOOKS)"
 
-.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-matrix bench bench-profile bench-counted bench-compare fuzz hostile-random probes fmt fmt-check clean
+.PHONY: all modules modules_install setup kernel demo check check-kasan check-faults check-faults-kasan check-matrix bench bench-profile bench-counted bench-compare fuzz hostile-random probes fmt fmt-check clean
 
 all: modules
 
@@ -72,6 +73,9 @@ check-kasan:
 
 check-faults:
 	$(SCRIPTS)/check-faults.sh
+
+check-faults-kasan:
+	$(SCRIPTS)/check-faults.sh --kasan
 
 check-matrix:
 	$(SCRIPTS)/check-matrix.sh

@@ -4,7 +4,8 @@
 # version, the last fragment's name and the fragments' hash, so a second run (or CI on
 # the same machine) reuses it. Prints the build directory on stdout.
 #
-# usage: build-kernel.sh [fragment...]   (default: kernel/kunit.config kernel/debug.config,
+# usage: build-kernel.sh [fragment...]   (default: kernel/kunit.config
+#        kernel/nvmet-debugfs.config kernel/debug.config,
 #        the test kernel, with KUnit; make bench uses kernel/debug.config
 #        kernel/bench.config, make check-kasan kernel/debug.config kernel/kasan.config)
 #
@@ -14,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 fragments=("$@")
-((${#fragments[@]})) || fragments=("$REPO_ROOT/kernel/kunit.config" "$REPO_ROOT/kernel/debug.config")
+((${#fragments[@]})) || fragments=("$REPO_ROOT/kernel/kunit.config" "$REPO_ROOT/kernel/nvmet-debugfs.config" "$REPO_ROOT/kernel/debug.config")
 for f in "${fragments[@]}"; do [ -f "$f" ] || die "no config fragment $f"; done
 name=$(basename "${fragments[-1]}" .config)
 

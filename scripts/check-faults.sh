@@ -8,6 +8,9 @@
 # (a hang ends its VM only). See Documentation/fault-injection.md. Ends with
 # "N passed, N failed" (one line per VM) and the guests' summaries.
 #
+# --kasan (make check-faults-kasan): on the KASAN kernel of make check-kasan (built with
+# clang-19; the modules built against it as make KDIR= does), with twice the time per VM;
+# logs in runs/faults-kasan.
 # RRS_FAULT_GROUPS="nvmet-admin demo ..." runs only the named groups;
 # RRS_FAULT_OPTIONS="max=8 ..." passes options to the guest sweeps (tests/faults/*-sweep.sh).
 set -uo pipefail
@@ -27,20 +30,27 @@ declare -A GROUP_PHASES=(
 )
 read -r -a groups <<<"${RRS_FAULT_GROUPS:-nvmet-admin nvmet-connect-io nvmet-removal demo}"
 
-suite_setup
+kernel=() out=$CACHE_DIR/runs/faults limit=1800
+case "${1:-}" in
+--kasan) kernel=("$REPO_ROOT/kernel/debug.config" "$REPO_ROOT/kernel/kasan.config")
+	out=$CACHE_DIR/runs/faults-kasan limit=3600 ;;
+"") ;;
+*) die "usage: check-faults.sh [--kasan]" ;;
+esac
+
+suite_setup "${kernel[@]}"
 grep -q '^CONFIG_FAULT_INJECTION_STACKTRACE_FILTER=y' "$kbuild/.config" ||
 	{ log "the test kernel lacks the fault-injection options of kernel/debug.config"; result kernel-config 1; finish; }
 
 moddir=$CACHE_DIR/modules/faults-$(basename "$kbuild")
 suite_modules_copy "$moddir"
 
-out=$CACHE_DIR/runs/faults
 mkdir -p "$out"
 for g in "${groups[@]}"; do
 	[ -n "${GROUP_SCRIPT[$g]:-}" ] || { log "unknown group $g"; result "faults/$g" 1; continue; }
 	# shellcheck disable=SC2086 # (words)
 	# (stacks: where each failure landed, so that an absorbed one is judged by its place)
-	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir/src" -t 1800 -o "$out/$g" \
+	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -m "$moddir/src" -t $limit -o "$out/$g" \
 		"$REPO_ROOT/tests/faults/${GROUP_SCRIPT[$g]}" stacks ${RRS_FAULT_OPTIONS:-} ${GROUP_PHASES[$g]}
 	result "faults/$g" $?
 done

@@ -9,7 +9,8 @@
 #   bodies, rxe with use_srq=1 and siw, with a device removal under verified load.
 # - connects and disconnects in a row over siw, each live within 10 s (the accept in the
 #   RDMA CM handler against siw_accept's early MPA reply).
-# - the C nvmet-rdma (the control) through the lifecycle and teardown tests, and the
+# - the C nvmet-rdma (the control) through make check's I/O (nvmet-io-c, about 6
+#   minutes: make check had no room for it), lifecycle and teardown tests, and the
 #   hostile host's cases for the C transport's recent fixes (nvmet-hostile-c, about
 #   200 s; over siw C takes connects with short private data, which the test expects).
 # - host and target on two kernels (scripts/vm-pair.sh, tests/pair/), ours and the C
@@ -18,7 +19,7 @@
 #   longer than the keep-alive and one shorter than RC's retransmission; resets, a
 #   disconnect during writes, queue-count changes, flush/discard/write-zeroes, namespace
 #   rescan, the discovery generation counter.
-# About 105 minutes under TCG. Ends with "N passed, N failed".
+# About 111 minutes under TCG. Ends with "N passed, N failed".
 #
 # RRS_TESTS="nvmet-teardown-siw pair-io-c ..." runs only the named tests.
 set -uo pipefail
@@ -39,7 +40,7 @@ declare -A pairs=(
 	[pair-resets-rs]="nvmet-resets nvmet_rdma_rs rxe 50"
 	[pair-resets-c]="nvmet-resets-c 50"
 )
-tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-connect-siw nvmet-lifecycle-c nvmet-teardown-c nvmet-hostile-c
+tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-connect-siw nvmet-io-c nvmet-lifecycle-c nvmet-teardown-c nvmet-hostile-c
 	pair-io-rs pair-io-c pair-io-rs-siw pair-partition-rs pair-partition-c pair-resets-rs pair-resets-c})
 for t in "${tests[@]}"; do
 	if [ -n "${pairs[$t]:-}" ]; then

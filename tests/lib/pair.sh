@@ -87,6 +87,9 @@ pair_nvmet_target() {
 	nvmet_link 1 "$NQN"
 }
 
+# controllers_made: how many controllers the target's nvmet core made so far.
+controllers_made() { dmesg | grep -c "nvmet: Created nvm controller" || true; }
+
 # pair_target_finish TRANSPORT_MODULE: once the host is done (its sign host-done): no
 # queue left, the configuration cleared, the transport unloaded, kmemleak clean; then
 # the sign target-done.

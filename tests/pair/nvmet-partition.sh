@@ -23,9 +23,6 @@ KATO=5
 pair_net_setup
 rdma_link_add "${provider}0" "$provider" wire
 
-# controllers_made: how many controllers the target's nvmet core made so far.
-controllers_made() { dmesg | grep -c "nvmet: Created nvm controller" || true; }
-
 target() {
 	kmemleak_start
 	pair_nvmet_target "$transport" "$provider"

@@ -11,6 +11,11 @@
 # - the host's I/O queue count changed between connects (1, then 2 with a write queue),
 #   and the subsystem's attr_qid_max set to 1 and then 2 under verified writes (the core
 #   ends the controller each time, the host reconnects, the writes go on);
+# - the host's controller made fatal from the target side (the nvmet core's debugfs
+#   `state`, "fatal") under verified writes: the core logs it and deletes the
+#   controller, the transport closes its queues, the host reconnects and the writes end
+#   without an error; the same debugfs directory's `host_traddr`, which the core asks
+#   the transport for, names the host's address;
 # - flush and discard on a file namespace (the ranges around the discarded one intact),
 #   write-zeroes on the null_blk namespace (the range reads back as zeroes, the ranges
 #   around it intact);
@@ -23,6 +28,7 @@
 . "$RRS_REPO/tests/lib/nvmet.sh"
 . "$RRS_REPO/tests/lib/pair.sh"
 transport=${1:-nvmet_rdma_rs} provider=${2:-rxe} resets=${3:-50}
+NVMET_DEBUGFS=/sys/kernel/debug/nvmet
 
 target() {
 	kmemleak_start
@@ -38,6 +44,36 @@ target() {
 	pair_wait 300 reconnected-1
 	echo 2 >"$NVMET/subsystems/$NQN/attr_qid_max"
 	pair_signal qid-max-2
+
+	pair_wait 600 want-fatal
+	step "target: the host's controller made fatal from the target (debugfs state) under its writes"
+	local dirs dir cntlid made
+	# (the host's one controller: discovery controllers come and go, this one stays)
+	dirs=$(ls -d "$NVMET_DEBUGFS/$NQN"/ctrl* 2>/dev/null)
+	[ "$(wc -w <<<"$dirs")" = 1 ] || fail "not one controller in the nvmet core's debugfs: ${dirs:-none}"
+	dir=$dirs cntlid=${dirs##*/ctrl}
+	# (the core asks the transport for the host's address: ours answers from its queue)
+	[ "$(cat "$dir/host_traddr")" = "$PAIR_IP_HOST" ] ||
+		fail "debugfs host_traddr of ctrl $cntlid: '$(cat "$dir/host_traddr")', not the host's $PAIR_IP_HOST"
+	made=$(controllers_made)
+	local before=
+	# (the host's queues are this controller's: its only one)
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		before=$(listed_queues)
+		[ -n "$before" ] || fail "ours lists no queue of the connected host"
+	fi
+	echo fatal >"$dir/state"
+	wait_until 30 bash -c "dmesg | grep -q 'nvmet: ctrl $cntlid fatal error occurred!'"
+	if [ -n "$before" ]; then
+		# (the core's delete_ctrl: ours closes every queue of that controller)
+		wait_until 60 none_listed $before
+		echo "queues $before of ctrl $cntlid closed"
+	fi
+	# (the host sees its queues go, and reconnects: a new controller)
+	wait_until 120 bash -c "[ \$(dmesg | grep -c 'nvmet: Created nvm controller') -gt $made ]"
+	[ ! -e "$dir" ] || [ "$(ls -d "$NVMET_DEBUGFS/$NQN"/ctrl* | wc -l)" = 1 ] ||
+		fail "the fatal controller's debugfs directory stayed beside the new one"
+	pair_signal fatal-done
 
 	pair_wait 600 want-ns3
 	step "target: namespace 3 added, then disabled"
@@ -56,6 +92,12 @@ target() {
 	pair_target_finish "$transport"
 	echo "pair nvmet-resets $transport over $provider: target ok"
 }
+
+# listed_queues: the numbers of the queues ours lists in debugfs.
+listed_queues() { awk '/qid/ {print $2}' /sys/kernel/debug/nvmet_rdma_rs/queues | xargs; }
+
+# none_listed QUEUE...: ours lists none of the queues numbered QUEUE.
+none_listed() { ! listed_queues | tr ' ' '\n' | grep -qxF "$(printf '%s\n' "$@")"; }
 
 # io_queues CTRL: the I/O queues host controller CTRL made when it last connected.
 io_queues() {
@@ -135,6 +177,16 @@ host() {
 	pair_signal reconnected-1
 	pair_wait 120 qid-max-2
 	wait_until 120 bash -c "[ \$(dmesg | grep -c 'nvme $ctrl: creating [0-9]* I/O queues') -gt $((made + 1)) ]"
+	wait_until 60 bash -c "[ \$(cat /sys/class/nvme/$ctrl/state) = live ]"
+	load_end clean
+
+	step "host: the target makes the controller fatal under verified writes: the host reconnects, the writes go on"
+	local reconnects
+	reconnects=$(dmesg | grep -c "$ctrl: Successfully reconnected" || true)
+	load_start "$dev" 60
+	pair_signal want-fatal
+	pair_wait 180 fatal-done
+	wait_until 60 bash -c "[ \$(dmesg | grep -c '$ctrl: Successfully reconnected') -gt $reconnects ]"
 	wait_until 60 bash -c "[ \$(cat /sys/class/nvme/$ctrl/state) = live ]"
 	load_end clean
 
