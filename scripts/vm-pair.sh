@@ -44,7 +44,7 @@ print(*(s.getsockname()[1] for s in socks))')
 python3 "$REPO_ROOT/scripts/wire-relay.py" "$relay_target" "$relay_host" "$port_target" "$port_host" \
 	"$run_dir/pair/wire-cut" "$run_dir/wire.txt" &
 relay_pid=$!
-trap 'kill $relay_pid 2>/dev/null' EXIT
+trap 'kill $relay_pid 2>/dev/null || true' EXIT
 log "$name: target and host guests on one wire (udp 127.0.0.1:$port_target <-> relay :$relay_target/:$relay_host <-> :$port_host), runs in $run_dir"
 export RRS_VM_CPUS=1 RRS_VM_MEM=${RRS_VM_MEM:-3072} RRS_VM_PAIR_DIR=$run_dir/pair
 RRS_VM_ROLE=target RRS_VM_WIRE=$port_target:$relay_target:52:54:00:77:88:01 \
