@@ -129,7 +129,12 @@ fi
 [ -z "${RRS_VM_ROLE:-}" ] || cmdline_extra="${cmdline_extra:-} RRS_ROLE=$RRS_VM_ROLE"
 
 # Unknown key=value kernel parameters become the environment of init.
-cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro"
+# The root (the host's, read-only) is cached in the guest (cache=loose): its binaries
+# and libraries do not change during a run, and without the cache every exec reads them
+# over 9p again (a tmpfs mount took 1.8 s under TCG, 0.3 s cached; a boot's set-up went
+# from 14 s to about 5). The repository, the results and the pair directory stay
+# uncached: the guest reads the tests live and the host reads what the guest writes.
+cmdline="console=ttyS0,115200 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro"
 cmdline+=" init=$REPO_ROOT/scripts/guest/init.sh panic=-1 loglevel=6 printk.time=1 log_buf_len=16M"
 cmdline+=" RRS_REPO=$REPO_ROOT RRS_TEST_NAME=$name RRS_ACCEL=$accel"
 [ "$modtree" = "$kbuild/modroot" ] || cmdline+=" RRS_MODULES=installed"

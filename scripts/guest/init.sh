@@ -16,7 +16,8 @@ mount -t debugfs debugfs /sys/kernel/debug
 mount -t configfs configfs /sys/kernel/config
 mkdir -p /run/results /run/kmods
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /run/results
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro kmods /run/kmods
+# (the kernel's modules do not change during a run: cached, as the root is)
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro kmods /run/kmods
 # (one of two guests on a wire, scripts/vm-pair.sh: the directory both share for signs)
 if [ "${RRS_PAIR:-}" = 1 ]; then
 	mkdir -p /run/pair
