@@ -376,7 +376,7 @@ nvmet_rxe_target() {
 # nvmet_lifecycle_test TRANSPORT_MODULE: connect cycles, a port removed under a connected
 # host, a second port on IPv6, bad port settings, unload; over rxe.
 nvmet_lifecycle_test() {
-	local transport=$1 ip=$RRS_IP4_A ip6=$RRS_IP6_A cycles=${NVMET_CYCLES:-100}
+	local transport=$1 ip=$RRS_IP4_A ip6=$RRS_IP6_A cycles=${NVMET_CYCLES:-200}
 	local prefix
 	prefix=$(log_prefix "$transport")
 	body_start "nvmet_lifecycle_test $*"
