@@ -27,7 +27,10 @@ pub(crate) struct Cq {
     pooled: Option<u32>,
 }
 
-// SAFETY: the RDMA core serialises its use of a CQ; the handle may move between threads.
+// SAFETY: the handle is a pointer that `Drop` gives back through `ib_free_cq` or
+// `ib_cq_pool_put`, which may run on any thread. (The core does not serialise the CQ's
+// polling: a direct poll, as `__ib_drain_srq`'s, may run beside its worker; see
+// Documentation/nvmet-rdma-rs.md, "A receive completion after an SRQ drain".)
 unsafe impl Send for Cq {}
 // SAFETY: shared use only passes the pointer to the core, which locks internally.
 unsafe impl Sync for Cq {}
