@@ -23,9 +23,10 @@
 //!    the WRITEs go alone, and the SEND follows once their completion showed the PI intact;
 //! 5. the SEND completes → the slot's resources are released and the slot is free again.
 //!
-//! A queue's CQ callbacks run on the RDMA core's workqueue, one at a time except while an
-//! SRQ is drained (the drain polls the shared CQ directly, beside the worker): the lists
-//! slots pass through are locked and the lock-free checks fenced for that.
+//! A queue's CQ callbacks run on the RDMA core's workqueue, one at a time unless something
+//! polls the shared CQ directly beside the worker (the core's SRQ drain did, before the
+//! layer drained SRQ QPs itself; a module from outside the tree could): the lists slots
+//! pass through are locked and the lock-free checks fenced for that.
 //! [`queue_response`] may run elsewhere too (a backend's completion interrupt), so it
 //! takes no lock.
 

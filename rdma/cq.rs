@@ -29,8 +29,9 @@ pub(crate) struct Cq {
 
 // SAFETY: the handle is a pointer that `Drop` gives back through `ib_free_cq` or
 // `ib_cq_pool_put`, which may run on any thread. (The core does not serialise the CQ's
-// polling: a direct poll, as `__ib_drain_srq`'s, may run beside its worker; see
-// Documentation/nvmet-rdma-rs.md, "A receive completion after an SRQ drain".)
+// polling: a direct poll, as `__ib_drain_srq`'s, may run beside its worker. The layer
+// makes none (`Verbs::drain`); see Documentation/nvmet-rdma-rs.md, "Completions after a
+// drain, and who polls a CQ".)
 unsafe impl Send for Cq {}
 // SAFETY: shared use only passes the pointer to the core, which locks internally.
 unsafe impl Sync for Cq {}

@@ -131,7 +131,7 @@ impl SlotLists {
         }
         self.parked_n.fetch_add(1, Relaxed);
         // Slots free in completion callbacks, which usually run one at a time, but not
-        // always (a drain on an SRQ polls the shared CQ directly). The free list's lock
+        // always (a direct poll of the shared CQ: see the module's doc). The free list's lock
         // orders this against a release (`start_parked`): either its push came first and
         // the pop below finds the slot, or this lock came first, and the count above
         // happened before the release's check, which sees the entry.

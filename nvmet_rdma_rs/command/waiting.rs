@@ -65,7 +65,7 @@ impl Io {
     /// acquire. If the try comes after the return (in the counter's order), it finds the
     /// space; if before, the return reads from it, so the count happened before this
     /// check, which sees the waiter. Completions usually run one at a time, but not
-    /// always (a drain on an SRQ polls the shared CQ outside its worker).
+    /// always (a direct poll of the shared CQ beside its worker: see `command`'s doc).
     #[inline]
     pub(super) fn run_waiting(&self, queue: ArcBorrow<'_, impl Connection>) {
         // (the check inline, as every release makes it and almost never finds a waiter)

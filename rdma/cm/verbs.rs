@@ -78,7 +78,7 @@ pub(super) struct Verbs {
     /// The SRQ the QP receives from, if any (kept alive until the QP is gone).
     srq: Option<Arc<dyn Send + Sync>>,
     /// How far the QP's drain is ([`NOT_DRAINED`], [`DRAINING`], [`DRAINED`]): once is
-    /// enough, and on an SRQ a second `ib_drain_qp` would wait a minute for an
+    /// enough, and on an SRQ a second drain would wait a minute for an
     /// `IB_EVENT_QP_LAST_WQE_REACHED` that came already.
     drained: Atomic<u32>,
     /// Bytes a send may carry inline, as the device granted.
@@ -116,13 +116,74 @@ impl Verbs {
         // Nothing may be posted behind the drain's marker: it would never complete.
         self.records.close();
         self.gate.close();
-        // SAFETY: see the function's safety section; drained, the QP still exists.
+        // SAFETY: see the function's safety section; drained, the QP still exists. A QP
+        // with an SRQ kept here was made on it; every CQ of the layer is polled by the
+        // core's worker (`PollContext` has no other kind) and by nothing else: the layer
+        // polls none directly, and of the kernel's own users of the device's CQ pool only
+        // the C `nvmet-rdma` does (its SRQ drain), which cannot be loaded beside this
+        // module's transport (both register `NVMF_TRTYPE_RDMA`); nothing posts once the
+        // gate and the records are closed (above); the QP was made with room for one
+        // marker; the providers the project runs on (rxe, siw) keep the receive ordering
+        // `drain_on_srq` names.
         unsafe {
-            bindings::ib_drain_qp((*id).qp);
+            let qp = (*id).qp;
+            if self.srq.is_some() {
+                drain_on_srq(qp);
+            } else {
+                bindings::ib_drain_qp(qp);
+            }
             self.records.end_transfers();
         }
         self.drained.store(DRAINED, Release);
     }
+}
+
+/// Drains `qp`, a QP on an SRQ, without polling its CQ from here: once it returns, every
+/// completion of the QP ran, its handler returned, and none will come.
+///
+/// Not `ib_drain_qp`: for a QP on an SRQ it ends in `__ib_drain_srq`, which polls the CQ
+/// from the draining task (`ib_process_cq_direct`) beside the CQ's worker. Two pollers
+/// run handlers at once (the core holds no lock across them), so a completion of any QP
+/// on that CQ (a pooled CQ serves several) could still be running, or taken in the
+/// worker's batch and not yet started, when the other poller runs the QP's drain marker:
+/// the drain would return before it, and the QP and its handler could go under it.
+/// Here the CQ's worker stays its only poller, and a CQ's completions run in order.
+///
+/// # Safety
+///
+/// `qp` is live and on an SRQ, its CQ is polled by the core's worker
+/// (`IB_POLL_WORKQUEUE`) and by nothing else, and nothing else posts to its send queue;
+/// the send queue and the CQ have room for one drain marker (the QP is made with one);
+/// the caller runs in process context, not in a completion callback of that CQ. The
+/// provider has the QP's receive completions on the CQ once it raised
+/// `IB_EVENT_QP_LAST_WQE_REACHED` or, if it never does, once the QP entered the error
+/// state: rxe does the first (its receive task posts them, then raises the event), siw
+/// the second (entering the error state flushes the receive in progress under the QP's
+/// state lock); the core's own SRQ drain assumes the same of a provider that stays
+/// silent for its minute.
+unsafe fn drain_on_srq(qp: *mut bindings::ib_qp) {
+    // The send queue first: the QP moves to the error state, and the marker's completion
+    // runs after every send request's.
+    // SAFETY: see the function's safety section.
+    unsafe { bindings::ib_drain_sq(qp) };
+    // In the error state the QP takes no more receives from the SRQ; the core completes
+    // `srq_completion` when the device says that the last one is done
+    // (`IB_EVENT_QP_LAST_WQE_REACHED`). siw never says so, but flushes the receive in
+    // progress when the QP enters the error state: wait a minute at most, as the core's
+    // own drain does.
+    // SAFETY: the QP is live (function's safety section); the completion is its field.
+    unsafe {
+        bindings::wait_for_completion_timeout(
+            &raw mut (*qp).srq_completion,
+            kernel::time::msecs_to_jiffies(60_000),
+        )
+    };
+    // The QP's receive completions are on the CQ by now: a second marker's completion,
+    // behind them on a CQ with one poller, runs after theirs. (The first marker's room
+    // is free again: its completion ran.)
+    // SAFETY: see the function's safety section; the QP is in the error state already,
+    // which `ib_drain_sq` sets again.
+    unsafe { bindings::ib_drain_sq(qp) };
 }
 
 impl<T: CmHandler> CmId<T> {
@@ -177,7 +238,8 @@ impl<T: CmHandler> CmId<T> {
         // pending at once. The RDMA core adds send queue entries for the `rdma_rw`
         // contexts (one transfer each, plus a registration and an invalidation where the
         // device reads through MRs or the QP offloads T10-PI), as `rdma_rw_max_send_wr`
-        // tells. One extra entry each for the drain markers `ib_drain_qp` posts.
+        // tells. One extra entry each for the drain markers (`ib_drain_qp`'s two, or the
+        // two `drain_on_srq` posts one after the other).
         let create_flags = if caps.integrity {
             u32::try_from(bindings::ib_qp_create_flags_IB_QP_CREATE_INTEGRITY_EN).unwrap_or(0)
         } else {

@@ -214,7 +214,8 @@ impl QpRecords {
     ///
     /// # Safety
     ///
-    /// The QP is drained (posting closed, `ib_drain_qp` returned) and not destroyed yet.
+    /// The QP is drained (posting closed, its drain returned: `Verbs::drain`) and not
+    /// destroyed yet.
     pub(in crate::rdma) unsafe fn end_transfers(&self) {
         let list = self.list.lock();
         let mut next = list.head;
