@@ -19,7 +19,9 @@
 #   longer than the keep-alive and one shorter than RC's retransmission; resets, a
 #   disconnect during writes, queue-count changes, flush/discard/write-zeroes, namespace
 #   rescan, the discovery generation counter.
-# About 111 minutes under TCG. Ends with "N passed, N failed".
+# About 111 minutes under TCG before the guests cached their root (2026-11-27; the
+# two-kernel runs took 376 to 635 s each), not measured whole since. Ends with "N
+# passed, N failed".
 #
 # RRS_TESTS="nvmet-teardown-siw pair-io-c ..." runs only the named tests.
 set -uo pipefail
