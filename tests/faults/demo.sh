@@ -17,6 +17,7 @@ FD_CONNS=/sys/kernel/debug/rdma_server/connections
 # Where an injected failure is rightly absorbed (tests/faults/lib.sh, fi_judge_absorbed):
 # a text of the injected-at frames -> why.
 FI_ABSORBED_REASON[ib_send_cm_dreq]="the disconnect request of a connection being closed could not be sent: the connection ends all the same, and the peer learns it as of a request lost on the wire (its QP's errors)"
+FI_ABSORBED_REASON[ib_send_cm_drep]="the disconnect reply to the peer's disconnect request could not be sent: the connection ends all the same, and the peer's request times out as one lost on the wire"
 
 fd_setup() {
 	kmemleak_start

@@ -27,6 +27,7 @@ FN_NORECONNECT=",ctrl_loss_tmo=0"
 FI_ABSORBED_REASON[nvmet_req_alloc_sgls]="an I/O command's data buffer: that command is answered Internal Error without DNR and the host retries it (nvmet-hostile's data-path-faults asserts the status)"
 FI_ABSORBED_REASON[rdma_rw_ctx_init]="an I/O command's rdma_rw context: that command is answered Internal Error without DNR and the host retries it (nvmet-hostile's data-path-faults asserts the status)"
 FI_ABSORBED_REASON[ib_send_cm_dreq]="the disconnect request of a queue being closed could not be sent: the queue ends all the same, and the host learns it as of a request lost on the wire (its QP's errors or its keep-alive)"
+FI_ABSORBED_REASON[ib_send_cm_drep]="the disconnect reply to the host's disconnect request could not be sent: the queue ends all the same, and the host's request times out as one lost on the wire"
 FI_ABSORBED_REASON[debugfs_start_creating]="a debugfs entry of the transport: it loads and serves without its diagnostics files (the kernel's debugfs convention; the sweep's load check notes it)"
 # (the same, where the compiler left the failing allocation's stack without
 # debugfs_start_creating: clang's KASAN kernel shows debugfs_create_dir -> debugfs_get_inode)
