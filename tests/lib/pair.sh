@@ -90,6 +90,9 @@ pair_nvmet_target() {
 # controllers_made: how many controllers the target's nvmet core made so far.
 controllers_made() { dmesg | grep -c "nvmet: Created nvm controller" || true; }
 
+# controllers_made_above N: the core made more than N controllers so far.
+controllers_made_above() { [ "$(controllers_made)" -gt "$1" ]; }
+
 # pair_target_finish TRANSPORT_MODULE: once the host is done (its sign host-done): no
 # queue left, the configuration cleared, the transport unloaded, kmemleak clean; then
 # the sign target-done.

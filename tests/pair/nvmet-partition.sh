@@ -42,7 +42,7 @@ target() {
 	pair_wire_mend
 	pair_signal wire-back
 	# (the host's reconnect makes a controller again)
-	wait_until 120 bash -c "[ \$(dmesg | grep -c 'nvmet: Created nvm controller') -gt $made ]"
+	wait_until 120 controllers_made_above "$made"
 
 	pair_wait 600 load-running
 	made=$(controllers_made)
@@ -66,6 +66,8 @@ target() {
 		# (the host's controller, an admin and an I/O queue: the queues of one it left are gone)
 		wait_until 30 bash -c "[ \$(grep -c qid /sys/kernel/debug/nvmet_rdma_rs/queues) = 2 ]"
 	fi
+	# (the host stays connected until the count above is taken)
+	pair_signal queues-checked
 
 	pair_target_finish "$transport"
 	echo "pair nvmet-partition $transport over $provider: target ok"
@@ -110,6 +112,7 @@ host() {
 	else
 		echo "0.2 s partition: the host reconnected"
 	fi
+	pair_wait 120 queues-checked
 	host_disconnect
 
 	pair_host_finish

@@ -70,7 +70,7 @@ target() {
 		echo "queues $before of ctrl $cntlid closed"
 	fi
 	# (the host sees its queues go, and reconnects: a new controller)
-	wait_until 120 bash -c "[ \$(dmesg | grep -c 'nvmet: Created nvm controller') -gt $made ]"
+	wait_until 120 controllers_made_above "$made"
 	[ ! -e "$dir" ] || [ "$(ls -d "$NVMET_DEBUGFS/$NQN"/ctrl* | wc -l)" = 1 ] ||
 		fail "the fatal controller's debugfs directory stayed beside the new one"
 	pair_signal fatal-done
