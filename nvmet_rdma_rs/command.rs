@@ -84,8 +84,6 @@ pub(crate) trait Connection: HasSqCq + Sync + Sized + 'static {
     fn stats(&self) -> &QueueStats;
     /// The transport's ops table, for its requests.
     fn ops(&self) -> OpsRef<Self::Transport>;
-    /// The queue's number, for log lines.
-    fn number(&self) -> u32;
     /// Whether the queue is being torn down (commands are dropped).
     fn is_disconnecting(&self) -> bool;
     /// Starts the queue's teardown (any context).
@@ -151,8 +149,8 @@ pub(crate) type RspOwner<'a> = Owner<'a, RspState>;
 
 /// A response slot: one command in flight.
 ///
-/// Its state has one owner at a time ([`Slot`]): the command's start takes it off the free
-/// list, then each step hands it off to what runs next and that resumes it: the
+/// Its state has one owner at a time ([`Slot`]): the command's start claims it free
+/// (`SlotLists::take_free`), then each step hands it off to what runs next and that resumes it: the
 /// completion of the work request it posted (the layer's trampoline of its entry
 /// [`SEND`], [`READ`] or [`WRITE`] resumes it and passes the owner to the handler), the
 /// nvmet core that executes the request (the nvmet binding's `queue_response` resumes
@@ -383,37 +381,32 @@ impl Io {
     }
 
     /// A command arrived in receive slot `cmd_index` (`received` bytes, whose buffers
-    /// `token` holds): runs it on response slot `rsp_index`, while `sq` is entered.
+    /// `token` holds): runs it on response slot `rsp_index`, which `owner` took, while `sq`
+    /// is entered.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         &self,
         queue: ArcBorrow<'_, impl Connection>,
         sq: &SqEntered<'_>,
         cmd_index: u32,
         rsp_index: u32,
+        mut owner: RspOwner<'_>,
         received: u32,
         token: Received,
     ) {
-        let rsp = &self.rsps[rsp_index as usize];
         let offset = cmd_index as usize * COMMAND_SIZE;
         // (The receive completed and is not posted again before the command is done with
         // it: `token` posts it, which the command holds until then.)
         let Ok(command) = self.recv.capsules().read_64(offset) else {
             pr_err!("receive slot {cmd_index} lies outside its buffer; ending the queue\n");
             self.give_back_shared(cmd_index, token);
-            queue.lists().free_slot(queue, rsp.index);
+            drop(owner);
+            queue.lists().count_released();
             queue.close(c"receive slot outside its buffer");
             return;
         };
-        // (The slot came off the free list, so it is free.)
-        let Some(mut owner) = rsp.state.claim() else {
-            pr_err!(
-                "response slot {rsp_index} is taken off the free list in use; ending the queue\n"
-            );
-            self.give_back_shared(cmd_index, token);
-            queue.close(c"response slot in use");
-            return;
-        };
-        // (The last command released its data and context: `free_data`.)
+        // (The last command released its data and context: `free_data`; the claim passes
+        // over a slot whose command still holds them.)
         owner.in_use = true;
         owner.cmd = cmd_index;
         owner.recv = Some(token);
@@ -445,7 +438,7 @@ impl Io {
                 self.return_recv(&mut owner);
                 owner.in_use = false;
                 drop(owner);
-                queue.lists().free_slot(queue, rsp.index);
+                queue.lists().count_released();
                 queue.close(c"command start failure");
                 return;
             }
@@ -473,7 +466,7 @@ impl Io {
         }
         if let Err((_, owner)) = self.execute(owner) {
             queue.stats().sq_full_waits.add(1);
-            self.wait_for_space(queue, rsp.index, owner);
+            self.wait_for_space(queue, rsp_index, owner);
         }
     }
 
@@ -514,9 +507,10 @@ impl Io {
         self.sq_wr_avail.fetch_add(owner.send_wrs(), AcqRel);
         free_data(&mut owner, end);
         owner.in_use = false;
-        // (free before it is listed: whoever takes it from the list claims it)
-        drop(owner);
-        queue.lists().free_slot(queue, index);
+        // (sequentially consistent: a command parking for a slot sees it free, or
+        // `start_parked` below sees that command)
+        owner.free_seqcst();
+        queue.lists().freed(index);
         self.run_waiting(queue);
         queue.lists().start_parked(queue, self);
     }
@@ -590,16 +584,16 @@ pub(crate) fn handle_command(
         give_back(received);
         return;
     };
-    let (rsp, received) = match queue.lists().take_free(queue, io.response_slots()) {
-        Some(rsp) => (rsp, received),
-        None => match queue.lists().park_for_slot(queue, cmd, len, received) {
+    let (rsp, owner, received) = match queue.lists().take_free(queue, io) {
+        Some((rsp, owner)) => (rsp, owner, received),
+        None => match queue.lists().park_for_slot(queue, io, cmd, len, received) {
             Parked::Yes => return,
-            Parked::SlotFreed(rsp, received) => (rsp, received),
+            Parked::SlotFreed(rsp, owner, received) => (rsp, owner, received),
             Parked::Full(received) => {
                 give_back(received);
                 return;
             }
         },
     };
-    io.start(queue, &entered, cmd, rsp, len, received);
+    io.start(queue, &entered, cmd, rsp, owner, len, received);
 }

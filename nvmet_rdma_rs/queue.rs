@@ -283,10 +283,6 @@ impl Connection for Queue {
         self.target.ops()
     }
 
-    fn number(&self) -> u32 {
-        self.number
-    }
-
     fn is_disconnecting(&self) -> bool {
         Queue::is_disconnecting(self)
     }

@@ -318,6 +318,11 @@ mod slot_handoff {
         // Free again, with what the last owner wrote.
         let owner = slot.claim().expect("a dropped owner frees the slot");
         assert_eq!(*owner, 7);
+        assert!(!slot.is_free_seqcst());
+        // The sequentially consistent free frees it the same way.
+        owner.free_seqcst();
+        assert!(slot.is_free_seqcst());
+        assert_eq!(*slot.claim().expect("freed by free_seqcst"), 7);
     }
 
     #[test]

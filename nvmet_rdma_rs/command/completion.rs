@@ -239,8 +239,8 @@ pub(crate) fn queue_response(
     if let Err((_, owner)) = posted {
         pr_err!("cannot post a response; ending the queue\n");
         // Nothing posted: the send queue space goes back (atomically: any context); the
-        // slot's data is reclaimed when the queue is released (the slot stays off the free
-        // list). Requests the provider queued although the post failed complete, flushed,
+        // slot's data is reclaimed when the queue is released (the slot is left free but
+        // `in_use`, which the claim of a free slot passes over). Requests the provider queued although the post failed complete, flushed,
         // and their completion releases the slot and its space.
         if let Some(mut owner) = owner {
             io.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);

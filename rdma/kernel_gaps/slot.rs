@@ -5,7 +5,7 @@
 //! the event that gives it back.
 //!
 //! A transport's command slot is used by one step at a time: the step that took it from
-//! the free list, then the completion of the work request it posted, then the core that
+//! the free slots, then the completion of the work request it posted, then the core that
 //! executed its request, and so on. Which step runs next is decided by the hardware and
 //! by the kernel's cores, not by a lock. [`Slot`] makes that order a value: the state is
 //! reached only through the slot's one [`Owner`]; a step that hands the slot to an
@@ -27,7 +27,7 @@
 //! the owner is proof that the state is the CPU's alone.
 //!
 //! ```ignore
-//! let mut owner = slot.claim().ok_or(EBUSY)?; // off the free list
+//! let mut owner = slot.claim().ok_or(EBUSY)?; // a free slot
 //! owner.len = 16;
 //! // The SEND's completion resumes it; on failure the owner comes back.
 //! owner.post(&qp, |state| Ok(state.send.prepare())).map_err(|(e, _)| e)?;
@@ -38,16 +38,18 @@
 // `core` atomics, not the kernel crate's: on this kernel those are out-of-line C helpers
 // (`rust_helper_atomic_*`, and `AtomicRepr::as_ptr`), 76 instructions per 4 KiB I/O in
 // vmlinux, with the calls to them, on the slots' changes alone (Documentation/bench.md);
-// these compile inline. Only acquire/release and relaxed orderings are used, and no
-// relaxed load here relies on dependency ordering (which the kernel's memory model gives
-// a relaxed load and Rust's does not), so they mean the same in both.
+// these compile inline. Acquire/release and relaxed orderings are used, and sequentially
+// consistent ones for a free scan's store-buffering pair (`is_free_seqcst`,
+// `free_seqcst`: a full barrier each side, as `smp_mb()` would give); no relaxed load here
+// relies on dependency ordering (which the kernel's memory model gives a relaxed load and
+// Rust's does not), so they mean the same in both.
 use core::{
     cell::UnsafeCell,
     marker::PhantomData,
     ops::{Deref, DerefMut},
     sync::atomic::{
         AtomicU32, AtomicUsize,
-        Ordering::{Acquire, Relaxed, Release},
+        Ordering::{Acquire, Relaxed, Release, SeqCst},
     },
 };
 
@@ -171,6 +173,16 @@ impl<T> Slot<T> {
     /// Takes a free slot; `None` if it is owned or handed off.
     pub(crate) fn claim(&self) -> Option<Owner<'_, T>> {
         self.take(FREE)
+    }
+
+    /// Whether the slot is free now (a snapshot: [`Slot::claim`] decides), as a
+    /// sequentially consistent load: a scan for a free slot that announced itself first
+    /// (a waiter count, raised with a sequentially consistent read-modify-write) either
+    /// sees a slot that [`Owner::free_seqcst`] freed, or that free's next load sees the
+    /// announcement. (A plain load on x86.)
+    #[inline]
+    pub(crate) fn is_free_seqcst(&self) -> bool {
+        self.state.load(SeqCst) == FREE
     }
 
     /// Takes the slot back from event `tag`, which gives it back: `None` unless the slot
@@ -396,6 +408,22 @@ impl<'a, T> Owner<'a, T> {
         // INVARIANT: the owner is gone (not dropped: the slot stays taken), with release;
         // `resumer` is written before.
         slot.state.store(awaiting(tag), Release);
+    }
+}
+
+impl<T> Owner<'_, T> {
+    /// Frees the slot, as dropping the owner does, but with a sequentially consistent
+    /// exchange: a load the caller makes after it (of a waiter count) is ordered after the
+    /// free, against a scan that raised that count before its loads
+    /// ([`Slot::is_free_seqcst`]). (One `xchg` on x86, where the drop is a plain store.)
+    #[inline]
+    pub(crate) fn free_seqcst(self) {
+        let slot = self.slot;
+        core::mem::forget(self);
+        // INVARIANT: the owner is gone, with release (and more). (Nothing else changes an
+        // owned slot's state.)
+        let was = slot.state.swap(FREE, SeqCst);
+        debug_assert_eq!(was, OWNED);
     }
 }
 
