@@ -15,11 +15,11 @@
 //! requests themselves, and what they are bound to, are in `qp_handle/requests.rs`.
 
 use super::kernel_gaps::percpu_gate::{Pass, PercpuGate};
-use super::{bindings, cqe::Received};
+use super::{bindings, cqe::Received, rw::TransferEnd};
 use core::{
     pin::Pin,
     ptr,
-    sync::atomic::{AtomicU64, Ordering::Relaxed},
+    sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed},
 };
 
 mod requests;
@@ -53,12 +53,20 @@ static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 /// until `using` is closed. A post passes `posting`, any
 /// other use `using`; the owner closes `posting` before it drains the QP (nothing is
 /// posted after the drain's markers) and then `using` before it destroys the QP (nothing
-/// reaches it after); `using` is closed only once `posting` is.
+/// reaches it after); `using` is closed only once `posting` is. `retired` is set before
+/// the QP is destroyed ([`QpGate::retire`]), so a load that happens after the destroy reads
+/// it true; a load that reads it false, made while something shows a QP at `qp`'s address
+/// alive (something ordered after that QP's making: [`QpHandle::shown_live`]), shows that
+/// QP to be this gate's. `retire` does not wait for such uses: what shows the QP alive
+/// orders them before the destroy.
 #[pin_data]
 pub(super) struct QpGate {
     qp: *mut bindings::ib_qp,
     port: u32,
     serial: QpSerial,
+    // (`core`'s: the kernel crate's atomics are out-of-line helpers, and this is loaded on
+    // every I/O's destroy)
+    retired: AtomicBool,
     // (`percpu_ref`s: every post of the data path passes a gate, and a counter shared by
     // the CPUs would cost two locked instructions per pass)
     #[pin]
@@ -86,6 +94,7 @@ impl UnopenedGate {
                 qp: ptr::null_mut(),
                 port: 0,
                 serial: QpSerial(NEXT_SERIAL.fetch_add(1, Relaxed)),
+                retired: AtomicBool::new(false),
                 posting <- PercpuGate::new(),
                 using <- PercpuGate::new(),
             }? Error),
@@ -188,7 +197,9 @@ impl QpGate {
     /// for the uses under way; from now on, nothing reaches the QP through a handle.
     /// Process context.
     pub(super) fn retire(&self) {
-        // INVARIANT: `using` closes after `posting`.
+        // INVARIANT: `using` closes after `posting`; `retired` is set before the owner
+        // destroys the QP (this returns first).
+        self.retired.store(true, Relaxed);
         self.posting.close();
         self.using.close();
     }
@@ -272,6 +283,28 @@ impl QpHandle {
     /// The QP's address, only compared (with completions and drains).
     pub(super) fn address(&self) -> usize {
         self.gate.qp as usize
+    }
+
+    /// The QP, if `end` shows it alive while `end` is borrowed: `end` is the completion
+    /// of a request on it, whose handler runs (the CM id destroys its QP only after the
+    /// drain, whose marker completes after every earlier completion, on the CQ's one
+    /// poller: what [`super::CmId::handler_of_qp`] relies on too), or its drain (which
+    /// borrows the id). The caller may then use the QP while it borrows `end`, without
+    /// passing a gate.
+    ///
+    /// (If this handle's QP had been destroyed, the QP `end` shows alive at the same
+    /// address was made after that destroy, which follows the `retired` store, and `end`
+    /// follows its making: the load reads true. Coherence, not the load's ordering, gives
+    /// this.)
+    #[inline]
+    pub(super) fn shown_live(&self, end: &TransferEnd<'_>) -> Option<*mut bindings::ib_qp> {
+        let live = match end {
+            TransferEnd::NotPosted => return None,
+            TransferEnd::Completed(wc) => wc.qp_address(),
+            TransferEnd::Drained(drained) => drained.qp_address(),
+        };
+        (live != 0 && self.gate.qp as usize == live && !self.gate.retired.load(Relaxed))
+            .then_some(self.gate.qp)
     }
 
     /// The QP's identity, which the requests made for it name.

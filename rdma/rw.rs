@@ -365,24 +365,32 @@ impl<S: SgLists> RwCtx<S> {
     /// Unmaps the transfer and gives its lists back, once `end` shows its work requests
     /// are done; `Ok(None)` if nothing was mapped. `EBUSY`, with the transfer still
     /// mapped, if it was posted and `end` does not show that: not its completion, not a
-    /// drain of its QP.
+    /// drain of its QP. (A completion is lent by the layer's completion trampolines, the
+    /// slots' and `qp/records.rs`'s, for its handler's call.)
     pub(crate) fn destroy(self: Pin<&mut Self>, end: TransferEnd<'_>) -> Result<Option<S>> {
         if self.mapping.is_none() {
             return Ok(None);
         }
         // (bound while mapped: type invariant)
-        let qp = self
-            .binding
-            .as_ref()
-            .map_or(0, |binding| binding.qp.address());
+        let Some(binding) = self.binding.as_ref() else {
+            return Err(EINVAL);
+        };
+        let qp = binding.qp.address();
         let done = !self.posted
-            || match end {
+            || match &end {
                 TransferEnd::NotPosted => false,
                 TransferEnd::Completed(wc) => wc.completes(self.ends_with, qp),
                 TransferEnd::Drained(drained) => drained.qp == qp,
             };
         if !done {
             return Err(EBUSY);
+        }
+        // (the common case, a transfer's own completion, needs no pass through the gate)
+        if let Some(raw_qp) = binding.qp.shown_live(&end) {
+            // SAFETY: the transfer was not posted, or its requests are done (checked
+            // above); `raw_qp` is the context's QP, alive while `end` is borrowed
+            // (`shown_live`), that is for this call.
+            return Ok(unsafe { self.destroy_on(raw_qp) });
         }
         // SAFETY: the transfer was not posted, or its requests are done (checked above).
         Ok(unsafe { self.destroy_unchecked() })
@@ -402,7 +410,6 @@ impl<S: SgLists> RwCtx<S> {
         let this = unsafe { self.get_unchecked_mut() };
         let mapping = this.mapping.take()?;
         this.posted = false;
-        let (sg, sg_cnt) = mapping.lists.data();
         let ctx = this.ctx.get();
         let Some(binding) = &this.binding else {
             // (not reached: bound while mapped, type invariant)
@@ -410,25 +417,11 @@ impl<S: SgLists> RwCtx<S> {
             return None;
         };
         let port = binding.qp.port_num();
-        // SAFETY: the context was initialised with exactly these arguments (type
-        // invariant) and its work requests are done (function's safety section); the QP is
-        // live while the handle lets the call through.
-        let destroyed = binding.qp.with_qp(|qp| unsafe {
-            if mapping.signature {
-                let (prot_sg, prot_cnt) = mapping.lists.metadata();
-                bindings::rdma_rw_ctx_destroy_signature(
-                    ctx,
-                    qp,
-                    port,
-                    sg,
-                    sg_cnt,
-                    prot_sg,
-                    prot_cnt,
-                    mapping.dir.dma().into(),
-                );
-            } else {
-                bindings::rdma_rw_ctx_destroy(ctx, qp, port, sg, sg_cnt, mapping.dir.dma().into());
-            }
+        let destroyed = binding.qp.with_qp(|qp| {
+            // SAFETY: the context was initialised with `mapping`'s arguments on the QP of
+            // its binding (type invariant), live while the handle lets the call through;
+            // its work requests are done (the caller's promise).
+            unsafe { destroy_mapped(ctx, qp, port, &mapping) };
             Ok(())
         });
         if destroyed.is_err() {
@@ -438,6 +431,64 @@ impl<S: SgLists> RwCtx<S> {
         }
         // INVARIANT: destroyed; `mapping` is `None`.
         Some(mapping.lists)
+    }
+
+    /// Unmaps the transfer on `qp`, without passing the QP's gate, and gives its lists
+    /// back; `None` if nothing was mapped.
+    ///
+    /// # Safety
+    ///
+    /// If the transfer was posted, its work requests are done; `qp` is the QP of the
+    /// context's binding, live for the call.
+    unsafe fn destroy_on(self: Pin<&mut Self>, qp: *mut bindings::ib_qp) -> Option<S> {
+        // SAFETY: `mapping` and `posted` are not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        let mapping = this.mapping.take()?;
+        this.posted = false;
+        let port = this
+            .binding
+            .as_ref()
+            .map_or(0, |binding| binding.qp.port_num());
+        // SAFETY: the context was initialised with `mapping`'s arguments on the QP of its
+        // binding (type invariant), which is `qp`, live; its work requests are done (the
+        // caller's promise).
+        unsafe { destroy_mapped(this.ctx.get(), qp, port, &mapping) };
+        // INVARIANT: destroyed; `mapping` is `None`.
+        Some(mapping.lists)
+    }
+}
+
+/// `rdma_rw_ctx_destroy` (or its signature form) of `ctx`, initialised as `mapping` says.
+///
+/// # Safety
+///
+/// `ctx` was initialised with `mapping`'s arguments on `qp` of port `port`, is not
+/// destroyed yet, and its work requests (if posted) are done; nothing else uses it during
+/// the call; `qp` is live for the call.
+unsafe fn destroy_mapped<S: SgLists>(
+    ctx: *mut bindings::rdma_rw_ctx,
+    qp: *mut bindings::ib_qp,
+    port: u32,
+    mapping: &Mapping<S>,
+) {
+    let (sg, sg_cnt) = mapping.lists.data();
+    // SAFETY: the caller's promise.
+    unsafe {
+        if mapping.signature {
+            let (prot_sg, prot_cnt) = mapping.lists.metadata();
+            bindings::rdma_rw_ctx_destroy_signature(
+                ctx,
+                qp,
+                port,
+                sg,
+                sg_cnt,
+                prot_sg,
+                prot_cnt,
+                mapping.dir.dma().into(),
+            );
+        } else {
+            bindings::rdma_rw_ctx_destroy(ctx, qp, port, sg, sg_cnt, mapping.dir.dma().into());
+        }
     }
 }
 

@@ -54,6 +54,11 @@ impl<'a> Drained<'a> {
         }
     }
 
+    /// The drained QP's address (only compared; 0 if the id had none).
+    pub(in crate::rdma) fn qp_address(&self) -> usize {
+        self.qp
+    }
+
     /// The drain of an id without a QP: it shows nothing over.
     pub(in crate::rdma) fn no_qp() -> Self {
         Self {
