@@ -25,7 +25,11 @@ impl ClientHandler for DeviceWatch {
     const CLIENT: &'static IbClient<Self> = &DEVICES;
     type Data = ();
 
-    fn add(_device: &Device) -> Result {
+    fn add(device: &Device) -> Result {
+        // (a device at the address of one that departed takes queues again)
+        if let Some(target) = Target::get() {
+            target.device_added(device);
+        }
         Ok(())
     }
 

@@ -43,6 +43,10 @@ pub(crate) trait ListedQueue: Send + Sync {
 /// The NVMe/RDMA transport, as the nvmet core sees it (its callbacks: `fabrics`).
 pub(crate) struct NvmetRdma;
 
+/// The mark of a departed device's entry in `Target::removing` (device addresses are
+/// aligned: the low bit is free).
+const DEPARTED: usize = 1;
+
 /// Ports and queues of the loaded transport.
 #[pin_data]
 pub(crate) struct Target {
@@ -55,11 +59,19 @@ pub(crate) struct Target {
     srq_sets: Mutex<KVec<SrqSet>>,
     #[pin]
     emptied: CondVar,
-    /// Devices whose queues `end_queues_on` is ending (addresses, 0 = free entry):
-    /// `add_queue` refuses queues on them. Changed and read with `queues` locked; with
-    /// every entry taken, `removing_any` counts the other removals and refuses all.
+    /// Devices whose queues `end_queues_on` is ending (addresses), or ended (address with
+    /// [`DEPARTED`] set: the rest of the kernel's removal of the device runs after our
+    /// RDMA client's, and a connect that lands meanwhile must not be accepted on it);
+    /// 0 = free entry: `add_queue` refuses queues on them all. A departed entry is freed
+    /// when a device is added at its address (`device_added`), or taken by the next
+    /// removal that finds no free entry. Changed and read with `queues` locked; with
+    /// every entry held by a removal under way, `removing_any` counts the other removals
+    /// and refuses all.
     removing: [AtomicUsize; 4],
     removing_any: AtomicUsize,
+    /// Where `removing_entry` looks first for a departed entry to take (with `queues`
+    /// locked).
+    evict_next: AtomicUsize,
     next_queue: AtomicU32,
     /// The transport's ops table, for starting requests (registered until unload).
     ops: OpsRef<NvmetRdma>,
@@ -77,6 +89,7 @@ impl Target {
                 emptied <- new_condvar!(),
                 removing: Default::default(),
                 removing_any: AtomicUsize::new(0),
+                evict_next: AtomicUsize::new(0),
                 next_queue: AtomicU32::new(1),
                 ops,
             }),
@@ -134,7 +147,10 @@ impl Target {
         let mut queues = self.queues.lock();
         let device = queue.device_key();
         if self.removing_any.load(Relaxed) != 0
-            || self.removing.iter().any(|d| d.load(Relaxed) == device)
+            || self
+                .removing
+                .iter()
+                .any(|d| d.load(Relaxed) & !DEPARTED == device)
         {
             return Err(ENODEV);
         }
@@ -211,18 +227,52 @@ impl Target {
         }
     }
 
+    /// A device was added: a departed device's entry at its address is freed (the new
+    /// device takes queues).
+    pub(crate) fn device_added(&self, device: &Device) {
+        let key = device.as_raw() as usize;
+        let _queues = self.queues.lock();
+        for entry in &self.removing {
+            if entry.load(Relaxed) == key | DEPARTED {
+                entry.store(0, Relaxed);
+            }
+        }
+    }
+
+    /// The entry of `removing` a removal of the device at `key` takes: its own departed
+    /// entry (the device removed again), a free one, or else the departed entry held
+    /// longest; `None` if removals under way hold them all. (With `queues` locked: the
+    /// load and the store that follows cannot race.)
+    fn removing_entry(&self, key: usize) -> Option<&AtomicUsize> {
+        let departed = |d: &&AtomicUsize| d.load(Relaxed) & DEPARTED != 0;
+        self.removing
+            .iter()
+            .find(|d| d.load(Relaxed) == key | DEPARTED)
+            .or_else(|| self.removing.iter().find(|d| d.load(Relaxed) == 0))
+            .or_else(|| {
+                // (in turn: the entry after the one taken last)
+                let start = self.evict_next.load(Relaxed);
+                let n = self.removing.len();
+                let found = (0..n)
+                    .map(|i| (start + i) % n)
+                    .find(|&i| departed(&&self.removing[i]))?;
+                self.evict_next.store((found + 1) % n, Relaxed);
+                Some(&self.removing[found])
+            })
+    }
+
     /// Disconnects every queue on `device` and waits until they are released; returns
-    /// how many there were.
+    /// how many there were. Queues on it are refused from then on, until a device is
+    /// added at its address.
     pub(crate) fn end_queues_on(&self, device: &Device) -> usize {
         let key = device.as_raw() as usize;
         let mut queues = self.queues.lock();
         // From here `add_queue` refuses the device: the queues listed now are all we wait
         // for (as `nvmet_rdma_remove_one`, which closes only the queues it finds).
-        let slot = self
-            .removing
-            .iter()
-            .find(|d| d.compare_exchange(0, key, Relaxed, Relaxed).is_ok());
-        if slot.is_none() {
+        let slot = self.removing_entry(key);
+        if let Some(slot) = slot {
+            slot.store(key, Relaxed);
+        } else {
             self.removing_any.fetch_add(1, Relaxed);
         }
         let mut ended = 0;
@@ -236,11 +286,14 @@ impl Target {
         while queues.iter().any(|q| q.device_key() == key) {
             self.emptied.wait(&mut queues);
         }
-        match slot {
-            Some(slot) => slot.store(0, Relaxed),
-            None => {
-                self.removing_any.fetch_sub(1, Relaxed);
-            }
+        // Still refused: a connect may land on the device before RDMA CM, whose removal
+        // comes after ours, ends its listeners. (A removal that found every entry held
+        // takes one now if it can.)
+        if slot.is_none() {
+            self.removing_any.fetch_sub(1, Relaxed);
+        }
+        if let Some(slot) = slot.or_else(|| self.removing_entry(key)) {
+            slot.store(key | DEPARTED, Relaxed);
         }
         drop(queues);
         // Their releases end on the nvmet workqueue: done once it is flushed, before the
