@@ -40,7 +40,7 @@ use crate::nvmet::{
 use crate::rdma::{
     cqe::{impl_has_slot_cqe, QpRecvHandler, QpSlotHandler, Received, SlotCqe},
     kernel_gaps::slot::{Owner, Slot, Tag},
-    qp_handle::{QpHandle, SendWr},
+    qp_handle::{OpenQp, QpHandle, SendWr},
     rw::{Drained, RwCtx, TransferEnd},
     CmHandler, CmId, DmaBuf,
 };
@@ -339,16 +339,21 @@ impl Io {
     /// unposted: the queue is ending).
     pub(crate) fn give_back_shared(&self, cmd: u32, received: Received) {
         if self.uses_srq() {
-            let _ = self.recv.post(&self.qp, cmd, true, received);
+            let _ = self.recv.post(None, cmd, true, received);
         }
     }
 
     /// Posts the receive slot of the command `state` held again, with `received`, its
-    /// token, once the command is done with it: its in-capsule data buffer is synced for
-    /// the device only if the CPU took it (as the capsule always is).
-    fn repost_recv(&self, state: &RspState, received: Received) -> Result {
-        self.recv
-            .post(&self.qp, state.cmd, state.data_taken, received)
+    /// token, once the command is done with it, through `open`, a pass of the queue's QP
+    /// (an SRQ's slot needs none): its in-capsule data buffer is synced for the device
+    /// only if the CPU took it (as the capsule always is).
+    fn repost_recv(
+        &self,
+        open: Option<&OpenQp<'_>>,
+        state: &RspState,
+        received: Received,
+    ) -> Result {
+        self.recv.post(open, state.cmd, state.data_taken, received)
     }
 
     /// Whether responses go out as inline sends.
@@ -375,7 +380,7 @@ impl Io {
     fn return_recv(&self, state: &mut RspState) {
         if let Some(received) = state.recv.take() {
             if self.recv.is_shared() {
-                let _ = self.repost_recv(state, received);
+                let _ = self.repost_recv(None, state, received);
             }
         }
     }
@@ -493,13 +498,12 @@ impl Io {
         Ok(())
     }
 
-    /// Undoes what the command of response slot `index` holds and frees the slot; then
+    /// Undoes what the command of `owner`'s response slot holds and frees the slot; then
     /// retries waiting commands.
     /// `end` is what shows the command's transfer done, if it was posted.
     fn release(
         &self,
         queue: ArcBorrow<'_, impl Connection>,
-        index: u32,
         mut owner: RspOwner<'_>,
         end: TransferEnd<'_>,
     ) {
@@ -510,7 +514,7 @@ impl Io {
         // (sequentially consistent: a command parking for a slot sees it free, or
         // `start_parked` below sees that command)
         owner.free_seqcst();
-        queue.lists().freed(index);
+        queue.lists().count_released();
         self.run_waiting(queue);
         queue.lists().start_parked(queue, self);
     }

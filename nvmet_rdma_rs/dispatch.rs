@@ -30,7 +30,7 @@ impl QpSlotHandler<SEND> for RspSlot {
     type Connection = Queue;
 
     fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
-        command::send_done(queue, self, owner, wc);
+        command::send_done(queue, owner, wc);
     }
 }
 
@@ -38,7 +38,7 @@ impl QpSlotHandler<READ> for RspSlot {
     type Connection = Queue;
 
     fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
-        command::read_done(queue, self, owner, wc);
+        command::read_done(queue, owner, wc);
     }
 }
 

@@ -14,7 +14,7 @@
 
 use crate::rdma::{
     cqe::{impl_has_recv_cqe, QpRecvHandler, Received, RecvCqe},
-    qp_handle::{QpHandle, Range, RecvWr},
+    qp_handle::{OpenQp, QpHandle, Range, RecvWr},
     CmHandler, CmId, Device, DmaBuf, Pd, PublishOnce, Srq,
 };
 use crate::wire::COMMAND_SIZE;
@@ -188,7 +188,7 @@ impl RecvSlots {
             if !cmd.wr.populate(wr) {
                 return Err(EBUSY);
             }
-            self.post(qp, cmd.index, true, received)?;
+            self.post(qp.open().as_ref(), cmd.index, true, received)?;
         }
         Ok(())
     }
@@ -209,17 +209,19 @@ impl RecvSlots {
     }
 
     /// Posts slot `index` (again), with `received`, its token (the command that arrived
-    /// in it is done with its buffers): on the SRQ, or on `qp`, the owning queue's QP;
-    /// `data_taken`: the CPU took its in-capsule data buffer since it was last posted.
+    /// in it is done with its buffers): on the SRQ, or through `open`, a pass of the
+    /// owning queue's QP (`ENOTCONN` without one: the QP's drain began); `data_taken`: the
+    /// CPU took its in-capsule data buffer since it was last posted.
     pub(crate) fn post(
         &self,
-        qp: &QpHandle,
+        open: Option<&OpenQp<'_>>,
         index: u32,
         data_taken: bool,
         received: Received,
     ) -> Result {
         match self {
-            Self::Own(set) => qp
+            Self::Own(set) => open
+                .ok_or_else(crate::rdma::code::enotconn)?
                 .post_recv(set.to_device(index, data_taken)?, received)
                 .map_err(|(e, _)| e),
             Self::Shared(srq) => post_shared(srq, index, data_taken, received),

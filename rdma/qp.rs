@@ -358,11 +358,16 @@ impl Qp<'_> {
                     .as_mut()
                     .init(lists, remote, dir, None)
                     .map_err(|(e, _)| e)
-                    .and_then(|_| rw.as_mut().wrs(cqe, core::ptr::null_mut(), cqe as usize)),
+                    .and_then(|_| {
+                        rw.as_mut()
+                            .wrs(cqe, core::ptr::null_mut(), cqe as usize, None)
+                    }),
                 None => Err(EINVAL),
             };
             let (first, open) = match prepared {
-                Ok((first, _, open, _)) => (first, open),
+                // (lent none: the pass is its own)
+                Ok((first, _, Some(open), _)) => (first, open),
+                Ok(_) => return finish_post::<F>(self.records, EINVAL.to_errno(), true, record),
                 // Nothing posted: the record goes, and its context with what it mapped.
                 Err(e) => return finish_post::<F>(self.records, e.to_errno(), true, record),
             };

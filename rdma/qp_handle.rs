@@ -208,7 +208,7 @@ impl QpGate {
 /// A pass through a QP's posting gate, for one step of its user: while it is held the QP
 /// takes requests (its drain did not begin, and its owner's close waits for the pass).
 /// Taken once for what a step prepares and posts (an `rdma_rw` context's work requests
-/// and their post), so that they pass the gate once.
+/// and their post; a receive's repost and a response), so that they pass the gate once.
 ///
 /// # Invariants
 ///
@@ -257,6 +257,33 @@ impl OpenQp<'_> {
         // safety section), and may point `bad` at one of them.
         let ret = unsafe { bindings::rdma_rs_ib_post_send(self.raw(), first, &mut bad) };
         super::to_result(ret).map_err(|e| (e, ptr::eq(bad, first)))
+    }
+
+    /// Posts the receive `wr`, lending its buffers to the device: `received` gives them
+    /// back, the token of the receive's last completion (or of its making, for its first
+    /// post), and only the completion of this post gives them back again. `EINVAL` if `wr`
+    /// was not made for this QP or `received` is not its token. On failure, the error,
+    /// and the token if nothing was posted.
+    pub(crate) fn post_recv(
+        &self,
+        wr: &RecvWr,
+        received: Received,
+    ) -> Result<(), (Error, Option<Received>)> {
+        match &wr.target {
+            PostTarget::Qp(serial) if *serial == self.serial() => (),
+            _ => return Err((EINVAL, Some(received))),
+        }
+        let post = |wr, bad: &mut _| {
+            // SAFETY: the QP is live and takes requests while the pass is held; the request
+            // is valid and made for this QP, its completion entry and buffers outlive it
+            // (`RecvWr`'s invariant); the provider copies it before it returns, and may
+            // point `bad` at it.
+            unsafe { bindings::rdma_rs_ib_post_recv(self.raw(), wr, bad) }
+        };
+        // SAFETY: the QP takes requests while the pass is held (type invariant), so the
+        // receive's entry, made for it, lives (`RecvWr`'s invariant); `post` posts it on
+        // this QP, its target (checked above).
+        unsafe { wr.post_with(received, post) }
     }
 }
 
@@ -328,8 +355,10 @@ impl QpHandle {
     }
 
     /// A pass through the QP's posting gate, for what a step prepares and posts: `None`
-    /// from the drain on.
-    pub(super) fn open(&self) -> Option<OpenQp<'_>> {
+    /// from the drain on. A step that posts several times (a receive, then a response)
+    /// passes once and posts through the pass ([`OpenQp::post_recv`],
+    /// [`super::slot_post::Owner::post_under`]).
+    pub(crate) fn open(&self) -> Option<OpenQp<'_>> {
         self.gate.open()
     }
 
@@ -348,43 +377,16 @@ impl QpHandle {
         &self.gate
     }
 
-    /// Posts the receive `wr`, lending its buffers to the device: `received` gives them
-    /// back, the token of the receive's last completion (or of its making, for its first
-    /// post), and only the completion of this post gives them back again. `EINVAL` if `wr`
-    /// was not made for this QP or `received` is not its token; `ENOTCONN` once the QP's
-    /// drain began. On failure, the error, and the token if nothing was posted.
+    /// Posts the receive `wr` (see [`OpenQp::post_recv`]), unless posting is closed:
+    /// `ENOTCONN` once the QP's drain began.
     pub(crate) fn post_recv(
         &self,
         wr: &RecvWr,
         received: Received,
     ) -> Result<(), (Error, Option<Received>)> {
-        match &wr.target {
-            PostTarget::Qp(serial) if *serial == self.serial() => (),
-            _ => return Err((EINVAL, Some(received))),
+        match self.open() {
+            Some(open) => open.post_recv(wr, received),
+            None => Err((super::code::enotconn(), Some(received))),
         }
-        // (the token while it is the caller's: back on any failure that posted nothing)
-        let mut token = Some(received);
-        let posted = self.gate.with_qp(&self.gate.posting, |qp| {
-            let received = token.take().ok_or(EINVAL)?;
-            // SAFETY: the QP takes requests (its drain did not begin), so the receive's
-            // entry, made for it, lives (`RecvWr`'s invariant).
-            let state = unsafe { wr.state() };
-            let id = state.to_device(received).map_err(|received| {
-                token = Some(received);
-                EINVAL
-            })?;
-            let mut bad: *const bindings::ib_recv_wr = ptr::null();
-            // SAFETY: the QP is live while the gate lets the call through; the request is
-            // valid and made for this QP, its completion entry and buffers outlive it
-            // (`RecvWr`'s invariant); the provider copies it before it returns, and may
-            // point `bad` at it.
-            let ret = unsafe { bindings::rdma_rs_ib_post_recv(qp, wr.as_ptr(), &mut bad) };
-            if ret != 0 && ptr::eq(bad, wr.as_ptr()) {
-                // SAFETY: `id` is what `to_device` gave, and the provider refused the post.
-                token = Some(unsafe { state.refused(id) });
-            }
-            super::to_result(ret)
-        });
-        posted.map_err(|e| (e, token))
     }
 }

@@ -260,13 +260,21 @@ impl<S: SgLists> RwCtx<S> {
     ///
     /// The caller posts them at once, on the QP it returns (an `unsafe` post, whose caller
     /// promises that `cqe`'s owner outlives the requests, until their completion ran or
-    /// their QP was drained). `ENOTCONN` once the QP is gone.
+    /// their QP was drained), under `lent`, a pass of the binding's QP it holds, or else
+    /// under the pass this returns (a `lent` pass of another QP is not used).
+    /// `ENOTCONN` once posting closed.
     pub(super) fn wrs(
         self: Pin<&mut Self>,
         cqe: *mut bindings::ib_cqe,
         chain: *mut bindings::ib_send_wr,
         ends_with: usize,
-    ) -> Result<(*mut bindings::ib_send_wr, QpSerial, OpenQp<'_>, &mut bool)> {
+        lent: Option<&OpenQp<'_>>,
+    ) -> Result<(
+        *mut bindings::ib_send_wr,
+        QpSerial,
+        Option<OpenQp<'_>>,
+        &mut bool,
+    )> {
         // SAFETY: `posted` is not structurally pinned; `ctx` is not moved.
         let this = unsafe { self.get_unchecked_mut() };
         if this.mapping.is_none() {
@@ -277,11 +285,20 @@ impl<S: SgLists> RwCtx<S> {
             return Err(EBUSY);
         }
         let ctx = this.ctx.get();
-        // (one pass for the requests and their post: the caller posts through it)
-        let open = qp.open().ok_or_else(super::code::enotconn)?;
+        // (one pass for the requests and their post: the caller's, if it lends one of this
+        // QP, else one the caller posts through)
+        let (own, lent) = match lent {
+            Some(lent) if lent.serial() == qp.serial() => (None, Some(lent)),
+            _ => match qp.open() {
+                Some(own) => (Some(own), None),
+                None => return Err(super::code::enotconn()),
+            },
+        };
+        let open = own.as_ref().or(lent).ok_or(EINVAL)?;
         // SAFETY: the context is initialised for the bound QP (type invariant) and pinned;
-        // the QP is live while the pass is held; it links the context's own work requests
-        // and `chain`, which the caller posts at once.
+        // the QP (the pass's: its identity is the binding's) is live while the pass is
+        // held; it links the context's own work requests and `chain`, which the caller
+        // posts at once, under the pass.
         let first =
             unsafe { bindings::rdma_rw_ctx_wrs(ctx, open.raw(), open.port_num(), cqe, chain) };
         // INVARIANT: the caller posts them now (`Prepared`). (A failed post may have posted
@@ -289,15 +306,31 @@ impl<S: SgLists> RwCtx<S> {
         // is drained.)
         this.posted = true;
         this.ends_with = ends_with;
-        Ok((first, qp.serial(), open, &mut this.posted))
+        Ok((first, qp.serial(), own, &mut this.posted))
     }
 
     /// The mapped transfer alone, ready to post ([`super::slot_post::Owner::post`]); its
     /// completion runs the handler of the entry the binding names for its direction. `EINVAL` if nothing is mapped or no entries were named, `EBUSY` if the
     /// transfer was posted already.
     pub(crate) fn prepare(self: Pin<&mut Self>) -> Result<Prepared<'_>> {
+        self.prepare_lent(None)
+    }
+
+    /// As [`RwCtx::prepare`], under `open`, a pass of the QP the caller holds and posts
+    /// through ([`super::slot_post::Owner::post_under`]).
+    pub(crate) fn prepare_under<'a>(
+        self: Pin<&'a mut Self>,
+        open: &OpenQp<'_>,
+    ) -> Result<Prepared<'a>> {
+        self.prepare_lent(Some(open))
+    }
+
+    fn prepare_lent<'a>(
+        self: Pin<&'a mut Self>,
+        lent: Option<&OpenQp<'_>>,
+    ) -> Result<Prepared<'a>> {
         let (cqe, resumes) = self.completion()?;
-        let (first, qp, open, posted) = self.wrs(cqe, ptr::null_mut(), cqe as usize)?;
+        let (first, qp, open, posted) = self.wrs(cqe, ptr::null_mut(), cqe as usize, lent)?;
         // SAFETY: `first` heads the context's own work requests, for the binding's QP (which
         // `qp` names, and the context was initialised for: type invariant), which live in
         // the context `self` borrows (and in what `rdma_rw` allocated for it) until it is
@@ -305,7 +338,7 @@ impl<S: SgLists> RwCtx<S> {
         // says.
         Ok(unsafe { Prepared::new(first, qp, resumes) }
             .with_posted_flag(posted)
-            .with_pass(open))
+            .with_own_pass(open))
     }
 
     /// The mapped transfer, unsignaled, followed by `send` in one chain, ready to post:
@@ -315,20 +348,39 @@ impl<S: SgLists> RwCtx<S> {
         self: Pin<&'a mut Self>,
         send: &'a mut SendWr,
     ) -> Result<Prepared<'a>> {
+        self.prepare_before_lent(send, None)
+    }
+
+    /// As [`RwCtx::prepare_before`], under `open`, a pass of the QP the caller holds and
+    /// posts through ([`super::slot_post::Owner::post_under`]).
+    pub(crate) fn prepare_before_under<'a>(
+        self: Pin<&'a mut Self>,
+        send: &'a mut SendWr,
+        open: &OpenQp<'_>,
+    ) -> Result<Prepared<'a>> {
+        self.prepare_before_lent(send, Some(open))
+    }
+
+    fn prepare_before_lent<'a>(
+        self: Pin<&'a mut Self>,
+        send: &'a mut SendWr,
+        lent: Option<&OpenQp<'_>>,
+    ) -> Result<Prepared<'a>> {
         let bound = self.binding.as_ref().ok_or(EINVAL)?;
         if bound.qp.serial() != send.qp() {
             return Err(EINVAL);
         }
         let ends_with = send.completion_key();
         let resumes = send.resumes();
-        let (first, qp, open, posted) = self.wrs(ptr::null_mut(), send.as_ptr(), ends_with)?;
+        let (first, qp, open, posted) =
+            self.wrs(ptr::null_mut(), send.as_ptr(), ends_with, lent)?;
         // SAFETY: `first` heads the context's work requests and then `send`, all in what
         // `'a` borrows and all for the QP `qp` names (the binding's, which the context was
         // initialised for and `send` was made for: checked above); the SEND is the last,
         // whose completion resumes what it says.
         Ok(unsafe { Prepared::new(first, qp, resumes) }
             .with_posted_flag(posted)
-            .with_pass(open))
+            .with_own_pass(open))
     }
 
     /// What the signature MR's PI checks found once the transfer completed: `None` if they

@@ -9,7 +9,7 @@
 use super::{
     bindings,
     kernel_gaps::slot::{Owner, Tag, MAX_COMPLETION_TAG},
-    qp_handle::{OpenQp, QpHandle, QpSerial},
+    qp_handle::{OpenQp, QpGate, QpHandle, QpSerial},
 };
 use core::{marker::PhantomData, ptr};
 use kernel::prelude::*;
@@ -29,6 +29,39 @@ impl<T> Owner<'_, T> {
         qp: &QpHandle,
         prepare: impl for<'b> FnOnce(&'b mut T) -> Result<Prepared<'b>>,
     ) -> Result<(), (Error, Option<Self>)> {
+        self.post_through(
+            qp.serial(),
+            qp.address(),
+            PostThrough::Gate(qp.gate()),
+            prepare,
+        )
+    }
+
+    /// As [`Owner::post`], through `open`, a pass of the QP the step holds already: requests
+    /// prepared under no pass of their own are posted through it, without passing the
+    /// gate again.
+    pub(crate) fn post_under(
+        self,
+        open: &OpenQp<'_>,
+        prepare: impl for<'b> FnOnce(&'b mut T) -> Result<Prepared<'b>>,
+    ) -> Result<(), (Error, Option<Self>)> {
+        self.post_through(
+            open.serial(),
+            open.raw().addr(),
+            PostThrough::Pass(open),
+            prepare,
+        )
+    }
+
+    /// [`Owner::post`] on the QP `serial` names, at `address`, through `through`, one of
+    /// its gate or a pass of it.
+    fn post_through(
+        self,
+        serial: QpSerial,
+        address: usize,
+        through: PostThrough<'_, '_>,
+        prepare: impl for<'b> FnOnce(&'b mut T) -> Result<Prepared<'b>>,
+    ) -> Result<(), (Error, Option<Self>)> {
         let slot = self.slot();
         // SAFETY: `self` is the slot's only owner, and lends the state to `prepare` alone;
         // what `prepare` returns borrows it until the post below has returned.
@@ -43,9 +76,7 @@ impl<T> Owner<'_, T> {
         let (first, made_for, resumes) = (prepared.first, prepared.qp, prepared.resumes);
         drop(prepared);
         let tag = match resumes {
-            Some(resumes)
-                if resumes.slot == ptr::from_ref(slot).addr() && made_for == qp.serial() =>
-            {
+            Some(resumes) if resumes.slot == ptr::from_ref(slot).addr() && made_for == serial => {
                 resumes.tag
             }
             _ => {
@@ -61,18 +92,20 @@ impl<T> Owner<'_, T> {
         // SAFETY: `tag` is the tag of the entry whose completion resumes this slot
         // (`Resumes`: below `LOCAL_TAGS`, made by the layer), and that QP delivers it; the
         // post is ended below, and only posts what `prepare` took from the state.
-        let slot = unsafe { self.start_posting(tag, qp.address()) };
+        let slot = unsafe { self.start_posting(tag, address) };
         // SAFETY: `first` heads requests prepared from the state (`Prepared`), which stays
         // in place with the slot and unchanged until the post returned: a completion of
         // what it posts waits for that before it resumes the slot. They were made for
-        // `qp` (its identity is theirs, checked above), so their completion entries and
-        // buffers outlive their posts there (`BoundRequest`'s and `RwBinding`'s
-        // invariants), and the posts pass its gate.
+        // the QP `serial` names (its identity is theirs, checked above), so their
+        // completion entries and buffers outlive their posts there (`BoundRequest`'s and
+        // `RwBinding`'s invariants), and the posts pass its gate (or hold a pass of it).
         let posted = unsafe {
-            match &open {
+            match (&open, through) {
                 // (the pass the requests were prepared under, of the same QP: `Prepared`)
-                Some(open) => open.post_send(first),
-                None => qp.gate().post_send(first),
+                (Some(open), _) => open.post_send(first),
+                // (a pass of the QP `serial` names: `post_under`)
+                (None, PostThrough::Pass(open)) => open.post_send(first),
+                (None, PostThrough::Gate(gate)) => gate.post_send(first),
             }
         };
         drop(open);
@@ -101,9 +134,15 @@ impl<T> Owner<'_, T> {
     }
 }
 
+/// How [`Owner::post_through`] reaches the QP: through its gate, or a pass of it.
+enum PostThrough<'p, 'q> {
+    Gate(&'p QpGate),
+    Pass(&'p OpenQp<'q>),
+}
+
 /// Send work requests ready to post, taken from a slot's state
 /// ([`crate::rdma::qp_handle::SendWr::prepare`], [`crate::rdma::rw::RwCtx::prepare`]): posted by
-/// [`Owner::post`], which hands the slot off first.
+/// [`Owner::post`] or [`Owner::post_under`], which hand the slot off first.
 ///
 /// # Invariants
 ///
@@ -118,8 +157,9 @@ pub(crate) struct Prepared<'a> {
     /// were posted: cleared again if the provider refuses the chain's first request.
     posted: Option<&'a mut bool>,
     /// The pass through `qp`'s posting gate the requests were prepared under, which their
-    /// post uses too (else it takes one). (A `Prepared` is dropped or posted at once; one
-    /// leaked keeps the QP's drain waiting for its pass.)
+    /// post uses too (else the post passes the gate, or uses the pass its poster lends:
+    /// [`Owner::post_under`]). (A `Prepared` is dropped or posted at once; one leaked keeps
+    /// the QP's drain waiting for its pass.)
     open: Option<OpenQp<'a>>,
     _state: PhantomData<&'a mut ()>,
 }
@@ -156,10 +196,12 @@ impl<'a> Prepared<'a> {
 }
 
 impl<'a> Prepared<'a> {
-    /// Requests prepared under `open`, a pass through their QP's posting gate: their post
-    /// uses it (a pass of another QP is dropped, and the post takes its own).
-    pub(super) fn with_pass(mut self, open: OpenQp<'a>) -> Self {
-        if open.serial() == self.qp {
+    /// Requests prepared under `open`, a pass through their QP's posting gate, if they
+    /// took one of their own: their post uses it (a pass of another QP is dropped: the
+    /// post passes the gate, or refuses them under another QP's lent pass). Without one,
+    /// they were prepared under a pass their poster holds ([`Owner::post_under`]).
+    pub(super) fn with_own_pass(mut self, open: Option<OpenQp<'a>>) -> Self {
+        if let Some(open) = open.filter(|open| open.serial() == self.qp) {
             // INVARIANT: a pass of the requests' QP.
             self.open = Some(open);
         }

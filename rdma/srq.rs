@@ -16,10 +16,7 @@ use super::{
     qp_handle::{BoundRequest, Entry, PostTarget, Range, RecvWr},
     Pd,
 };
-use core::{
-    marker::PhantomData,
-    ptr::{self, NonNull},
-};
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     prelude::*,
     sync::{
@@ -142,24 +139,15 @@ impl<X, S> Srq<X, S> {
             PostTarget::Srq(id) if id == self.id => (),
             _ => return Err((EINVAL, Some(received))),
         }
-        // SAFETY: made for this SRQ, whose contents hold its entry while `self` is
-        // borrowed (`recv_wr`).
-        let state = unsafe { wr.state() };
-        let id = state
-            .to_device(received)
-            .map_err(|received| (EINVAL, Some(received)))?;
-        let mut bad: *const bindings::ib_recv_wr = ptr::null();
-        // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it returns,
-        // and may point `bad` at it; its completion entry and buffers outlive it
-        // (`RecvWr`'s invariant).
-        let ret =
-            unsafe { bindings::rdma_rs_ib_post_srq_recv(self.as_raw(), wr.as_ptr(), &mut bad) };
-        let Err(e) = super::to_result(ret) else {
-            return Ok(());
+        let post = |wr, bad: &mut _| {
+            // SAFETY: the SRQ is live (invariant); the provider copies `wr` before it
+            // returns, and may point `bad` at it; its completion entry and buffers outlive
+            // it (`RecvWr`'s invariant).
+            unsafe { bindings::rdma_rs_ib_post_srq_recv(self.as_raw(), wr, bad) }
         };
-        // SAFETY: `id` is what `to_device` gave, and the provider refused the post.
-        let back = ptr::eq(bad, wr.as_ptr()).then(|| unsafe { state.refused(id) });
-        Err((e, back))
+        // SAFETY: made for this SRQ (checked above), whose contents hold its entry while
+        // `self` is borrowed (`recv_wr`); `post` posts it on this SRQ.
+        unsafe { wr.post_with(received, post) }
     }
 }
 

@@ -88,7 +88,6 @@ fn transfer_completed<'a>(queue: &'a impl Connection, owner: &RspOwner<'_>) -> O
 /// An RDMA READ of a command's data on `queue`, posted by [`Io::execute`], completed.
 pub(crate) fn read_done(
     queue: ArcBorrow<'_, impl Connection>,
-    rsp: &RspSlot,
     owner: Option<RspOwner<'_>>,
     wc: &WorkCompletion,
 ) {
@@ -103,7 +102,7 @@ pub(crate) fn read_done(
         io.return_recv(&mut owner);
         // The request was started and has not completed; it never will now.
         owner.req.uninit();
-        io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
+        io.release(queue, owner, TransferEnd::Completed(wc));
         failed(queue, "RDMA READ", wc);
         return;
     }
@@ -148,7 +147,7 @@ pub(crate) fn write_done(
     free_rw(&mut owner, TransferEnd::Completed(wc));
     if !wc.is_ok() {
         // (the request completed already: only the slot is left to free)
-        io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
+        io.release(queue, owner, TransferEnd::Completed(wc));
         failed(queue, "RDMA WRITE", wc);
         return;
     }
@@ -163,7 +162,7 @@ pub(crate) fn write_done(
         // (a SEND the provider queued although the post failed completes, flushed, through
         // `send_done`, which releases the slot)
         if let Some(owner) = owner {
-            io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
+            io.release(queue, owner, TransferEnd::Completed(wc));
         }
         queue.close(c"send post failure");
     }
@@ -172,7 +171,6 @@ pub(crate) fn write_done(
 /// A response SEND, posted by [`queue_response`], completed.
 pub(crate) fn send_done(
     queue: ArcBorrow<'_, impl Connection>,
-    rsp: &RspSlot,
     owner: Option<RspOwner<'_>>,
     wc: &WorkCompletion,
 ) {
@@ -183,7 +181,7 @@ pub(crate) fn send_done(
         queue.stats().write_bytes.add(owner.wrote as u64);
     }
     if let Some(io) = queue.io() {
-        io.release(queue, rsp.index, owner, TransferEnd::Completed(wc));
+        io.release(queue, owner, TransferEnd::Completed(wc));
     }
     if !wc.is_ok() {
         failed(queue, "SEND", wc);
@@ -216,26 +214,32 @@ pub(crate) fn queue_response(
     // (counted when the SEND completes, in the completion context, where the counters
     // are taken)
     owner.wrote = if with_data { transfer_len } else { 0 };
+    // One pass through the QP's posting gate for the step's posts: the receive's and the
+    // response's (with its RDMA WRITEs).
+    let open = io.qp.open();
     // The core is done with the command and its in-capsule data: the receive slot goes
     // back to the device (as the C transport's `nvmet_rdma_queue_response` does).
     if let Some(received) = owner.recv.take() {
-        if io.repost_recv(&owner, received).is_err() {
+        if io.repost_recv(open.as_ref(), &owner, received).is_err() {
             queue.close(c"receive post failure");
         }
     }
     io.response_to_device(rsp.index);
-    let posted = if !with_data {
-        owner.post(&io.qp, prepared_send)
-    } else if owner.rw.is_signature() {
+    let posted = match &open {
+        // (posting closed: the queue is ending)
+        None => Err((crate::rdma::code::enotconn(), Some(owner))),
+        Some(open) if !with_data => owner.post_under(open, prepared_send),
         // With PI the SEND waits for the WRITEs' completion (`write_done`), which tells
         // whether the PI was intact.
-        owner.post(&io.qp, |state| state.rw.as_mut().prepare())
-    } else {
-        owner.post(&io.qp, |state| {
+        Some(open) if owner.rw.is_signature() => {
+            owner.post_under(open, |state| state.rw.as_mut().prepare_under(open))
+        }
+        Some(open) => owner.post_under(open, |state| {
             let send = state.send.as_mut().ok_or(EINVAL)?;
-            state.rw.as_mut().prepare_before(send)
-        })
+            state.rw.as_mut().prepare_before_under(send, open)
+        }),
     };
+    drop(open);
     if let Err((_, owner)) = posted {
         pr_err!("cannot post a response; ending the queue\n");
         // Nothing posted: the send queue space goes back (atomically: any context); the

@@ -50,9 +50,9 @@ pub(super) enum Parked<'a> {
 /// completions never allocate.
 #[pin_data]
 pub(crate) struct SlotLists {
-    /// Where the next scan for a free response slot starts: the last slot freed, or the one
-    /// after the last slot taken. A hint: any value is safe (the claim decides), so it is
-    /// a plain store.
+    /// Where the next scan for a free response slot starts: the one after the last slot
+    /// taken, so that slots are used in turn, as the C transport's FIFO free list uses
+    /// them. A hint: any value is safe (the claim decides), so it is a plain store.
     next: AtomicU32,
     /// Response slots taken by commands and not released yet, for the peak: counted by a
     /// load and a store (as [`super::stats::Counter`]), since commands are taken and
@@ -149,13 +149,6 @@ impl SlotLists {
     pub(super) fn count_released(&self) {
         self.busy
             .store(self.busy.load(Relaxed).saturating_sub(1), Relaxed);
-    }
-
-    /// Response slot `index` was freed: the next scan starts there (the slot used last,
-    /// whose lines are the likeliest in the cache).
-    pub(super) fn freed(&self, index: u32) {
-        self.next.store(index, Relaxed);
-        self.count_released();
     }
 
     /// Parks a command that found no free response slot, with its receive's token, unless

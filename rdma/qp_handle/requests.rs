@@ -373,6 +373,36 @@ impl RecvWr {
         &self.inner.wr
     }
 
+    /// Posts the receive with `post` (the provider's post on the request's target, given
+    /// the request and where the provider points at a request it refused), with
+    /// `received`, its token (`EINVAL`, and the token back, if it is not). On failure, the
+    /// error, and the token if nothing was posted.
+    ///
+    /// # Safety
+    ///
+    /// The request's entry lives: it may be posted on its target now (its QP's drain did
+    /// not begin, its SRQ is borrowed); `post` posts it there, and only there.
+    pub(in crate::rdma) unsafe fn post_with(
+        &self,
+        received: Received,
+        post: impl FnOnce(*const bindings::ib_recv_wr, &mut *const bindings::ib_recv_wr) -> i32,
+    ) -> Result<(), (Error, Option<Received>)> {
+        // SAFETY: the caller's promise.
+        let state = unsafe { self.state() };
+        let id = state
+            .to_device(received)
+            .map_err(|received| (EINVAL, Some(received)))?;
+        let mut bad: *const bindings::ib_recv_wr = ptr::null();
+        let ret = post(self.as_ptr(), &mut bad);
+        super::super::to_result(ret).map_err(|e| {
+            let token = ptr::eq(bad, self.as_ptr()).then(|| {
+                // SAFETY: `id` is what `to_device` gave, and the provider refused the post.
+                unsafe { state.refused(id) }
+            });
+            (e, token)
+        })
+    }
+
     /// The receive's state.
     ///
     /// # Safety
