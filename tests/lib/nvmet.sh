@@ -689,7 +689,10 @@ slow_nullb_remove() {
 # wait_blocked_signalled PID WHAT: WHAT (PID, a background command) is blocked in the
 # kernel; sends it SIGTERM (a background job of a script ignores SIGINT) and waits for
 # it. The signal must not make the wait spin: the task's CPU time over the rest of the
-# wait stays near zero (an interruptible wait would return at once, again and again). It
+# wait stays a small part of it, a quarter at most (an interruptible wait would return at
+# once, again and again: all of it; a sleeping one uses none, but on a host whose cores
+# another VM shares, a waiter woken by a notify may spin on a lock whose holder's vCPU the
+# host preempted, seen up to 3.5% here). It
 # must have been blocked a second at least after the signal (the test held what it is
 # for), and end with status 0 or by the signal (143) on its way out.
 wait_blocked_signalled() {
@@ -711,7 +714,8 @@ wait_blocked_signalled() {
 	[ "$rc" = 0 ] || [ "$rc" = 143 ] || fail "$what failed (status $rc)"
 	echo "$what: after SIGTERM it stayed blocked $blocked_ms ms and used $((ticks - ticks0)) CPU ticks (status $rc)"
 	((blocked_ms >= 1000)) || fail "$what returned $blocked_ms ms after SIGTERM: the test did not hold it blocked"
-	((ticks - ticks0 <= 20)) || fail "$what used $((ticks - ticks0)) CPU ticks in $blocked_ms ms after SIGTERM: its wait spins"
+	# (ticks are 10 ms: USER_HZ)
+	(((ticks - ticks0) * 10 * 4 <= blocked_ms)) || fail "$what used $((ticks - ticks0)) CPU ticks in $blocked_ms ms after SIGTERM: its wait spins"
 }
 
 # unload_while_releasing TRANSPORT_MODULE PROVIDER: the transport loaded again with a host
