@@ -690,9 +690,9 @@ slow_nullb_remove() {
 # kernel; sends it SIGTERM (a background job of a script ignores SIGINT) and waits for
 # it. The signal must not make the wait spin: the task's CPU time over the rest of the
 # wait stays a small part of it, a quarter at most (an interruptible wait would return at
-# once, again and again: all of it; a sleeping one uses none, but on a host whose cores
-# another VM shares, a waiter woken by a notify may spin on a lock whose holder's vCPU the
-# host preempted, seen up to 3.5% here). It
+# once, again and again: all of it; a sleeping one uses none, but the window also holds
+# the end of the command's work once the wait is over, the rest of the kernel's device
+# teardown, which on a host whose cores another VM shares took up to 330 ms of 7.8 s). It
 # must have been blocked a second at least after the signal (the test held what it is
 # for), and end with status 0 or by the signal (143) on its way out.
 wait_blocked_signalled() {
