@@ -287,9 +287,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run")
     ap.add_argument("out")
-    ap.add_argument("--split", nargs="*", default=["randread-4k-qd1", "randwrite-4k-qd1"],
-                    help="points whose cost is split by module and function (default: the 4 KiB "
-                    "depth-1 read and write, or the first point measured when neither was)")
+    ap.add_argument("--split", nargs="*", default=None,
+                    help="points whose cost is split by module and function (default: every "
+                    "point measured, so that each row's residual can be named per function)")
     args = ap.parse_args()
     raw = os.path.join(args.run, "raw")
     os.makedirs(args.out, exist_ok=True)
@@ -367,8 +367,8 @@ def main():
     md.extend(guest_time_table(raw, points, sorted(rounds), n2, what))
 
     draw_chart(dat, args.out, what)
-    # (the smoke measures one point: split that one)
-    split_points = [p for p in args.split if p in points] or points[:1]
+    # (every point by default; a list naming none measured splits the first)
+    split_points = points if args.split is None else [p for p in args.split if p in points] or points[:1]
     split = split_report(raw, windows, split_points, n1, n2, sorted(rounds))
     split += inclusive_split(incl, split_points, sorted(rounds))
     with open(os.path.join(args.out, "count-split.md"), "w") as f:

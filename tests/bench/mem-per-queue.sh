@@ -8,14 +8,26 @@
 # transports. The whole is repeated ROUNDS times (default 3), the transports alternating
 # within a round, so that the report has an interval. Writes /run/results/raw/mem.txt, one
 # line per configuration and round:
-#   mem TRANSPORT SRQ DEPTH CONTROLLERS slab_kb=N vmalloc_kb=N memfree_kb=N cqes=N round=R
+#   mem TRANSPORT SRQ DEPTH CONTROLLERS slab_kb=N vmalloc_kb=N memfree_kb=N used_kb=N cqes=N round=R
+# (used_kb: the drop in free memory, MemFree and the per-CPU lists' free pages; memfree_kb:
+# MemFree's drop alone)
 #
 # usage (guest): mem-per-queue.sh [smoke | ROUNDS] (smoke: one configuration, one round)
 . "$RRS_REPO/scripts/guest/lib.sh"
 . "$RRS_REPO/tests/lib/nvmet.sh"
 kb() { awk -v k="$1" '$1 == k":" {print $2}' /proc/meminfo; }
 cqes() { rdma res show cq | awk '{ for (i = 1; i < NF; i++) if ($i == "cqe") n += $(i + 1) } END { print n + 0 }'; }
-snap() { sync; echo 3 >/proc/sys/vm/drop_caches; sleep 2; echo "$(kb SUnreclaim) $(kb VmallocUsed) $(kb MemFree) $(cqes)"; }
+# Free pages the page allocator keeps in per-CPU lists are not in MemFree: a queue's
+# teardown frees its pages there and the next connect takes them back without MemFree
+# moving, so MemFree alone moved several MB between identical runs (an SRQ's thousands of
+# pages). Free memory here is MemFree plus those lists' pages (/proc/zoneinfo's `count`).
+pcp_kb() { awk '$1 == "count:" { n += $2 } END { print n * '"$(($(getconf PAGESIZE) / 1024))"' }' /proc/zoneinfo; }
+snap() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	sleep 2
+	echo "$(kb SUnreclaim) $(kb VmallocUsed) $(kb MemFree) $(cqes) $(pcp_kb)"
+}
 raw=/run/results/raw
 mkdir -p "$raw"
 out=$raw/mem.txt
@@ -46,15 +58,15 @@ for config in "${configs[@]}"; do
 		fabrics_connect "$RRS_IP4_A" 4420 ",nr_io_queues=1,queue_size=$depth" >/dev/null || fail "warm-up connect"
 		for c in /sys/class/nvme/nvme*; do echo 1 >"$c/delete_controller"; done
 		sleep 2
-		read -r s0 v0 f0 q0 <<<"$(snap)"
+		read -r s0 v0 f0 q0 p0 <<<"$(snap)"
 		for ((i = 1; i <= controllers; i++)); do
 			fabrics_connect "$RRS_IP4_A" 4420 \
 				",nr_io_queues=1,queue_size=$depth,hostnqn=$(test_host_nqn $i),hostid=$(test_host_id $i)" >/dev/null ||
 				fail "connect $i"
 		done
 		sleep 3
-		read -r s1 v1 f1 q1 <<<"$(snap)"
-		echo "mem $t $srq $depth $controllers slab_kb=$((s1 - s0)) vmalloc_kb=$((v1 - v0)) memfree_kb=$((f0 - f1)) cqes=$((q1 - q0)) round=$round" |
+		read -r s1 v1 f1 q1 p1 <<<"$(snap)"
+		echo "mem $t $srq $depth $controllers slab_kb=$((s1 - s0)) vmalloc_kb=$((v1 - v0)) memfree_kb=$((f0 - f1)) used_kb=$((f0 + p0 - f1 - p1)) cqes=$((q1 - q0)) round=$round" |
 			tee -a "$out"
 		for c in /sys/class/nvme/nvme*; do echo 1 >"$c/delete_controller"; done
 		sleep 3
