@@ -2,9 +2,13 @@
 # Installs everything the build and the VM harness need on a fresh Debian 12 machine.
 # Idempotent: each step checks whether its result is already there.
 #
-# usage: setup-host.sh             everything make, make check and make demo need
+# usage: setup-host.sh             everything make, make check and make demo need (but
+#                                  cargo-fuzz, which only the fuzzer needs)
 #        setup-host.sh --clang N   clang-N, lld-N, llvm-N and libclang1-N only (a kernel
 #                                  built with LLVM=-N: make check-kasan's)
+#        setup-host.sh --fuzz      cargo-fuzz only (scripts/fuzz-wire.sh asks for it: make
+#                                  check's fuzz pass and make fuzz; a first make demo does
+#                                  not wait for its build)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -24,6 +28,14 @@ install_debian() {
 if [ "${1:-}" = --clang ]; then
 	[[ "${2:-}" =~ ^[0-9]+$ ]] || die "usage: setup-host.sh --clang VERSION"
 	install_debian "clang-$2" "lld-$2" "llvm-$2" "libclang1-$2"
+	exit 0
+fi
+
+if [ "${1:-}" = --fuzz ]; then
+	if ! command -v cargo-fuzz >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo-fuzz" ]; then
+		log "installing cargo-fuzz"
+		cargo install --locked cargo-fuzz@0.13.2
+	fi
 	exit 0
 fi
 
@@ -49,11 +61,6 @@ fi
 if ! command -v bindgen >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/bindgen" ]; then
 	log "installing bindgen-cli"
 	cargo install --locked bindgen-cli
-fi
-
-if ! command -v cargo-fuzz >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo-fuzz" ]; then
-	log "installing cargo-fuzz"
-	cargo install --locked cargo-fuzz@0.13.2
 fi
 
 if [ ! -e "$LIBCLANG_DIR/libclang.so" ]; then
