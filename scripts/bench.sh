@@ -20,7 +20,7 @@
 #              write at depth 32 with each transport on the benchmark kernel, printed side
 #              by side (make bench-profile); --seconds is the profiled run's length, 10 by
 #              default; --rounds does not apply
-#   --counted  the counted figure only (no wall-clock VM)
+#   --counted  the counted figure and the memory per controller (mem.md), no wall-clock VM
 #   --compare REV  the counted figure only, of nvmet_rdma_rs as REV (any git revision)
 #              builds it against nvmet_rdma_rs as the working tree builds it, alternating
 #              in one VM: judges a change against its parent (`--compare HEAD~1`)
@@ -122,7 +122,18 @@ counted_run() {
 	python3 "$REPO_ROOT/scripts/count-report.py" "$out/count-vm" "$out"
 }
 
+# mem_run: memory per controller, C beside Rust (the smoke: one configuration), appended to
+# REPORT. (Three rounds of 4 configurations x 2 transports, about 9 minutes under TCG; the
+# smoke, one of one.)
+mem_run() {
+	"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" ${moddir:+-m "$moddir"} -t 3600 -o "$out/mem-vm" \
+		"$REPO_ROOT/tests/bench/mem-per-queue.sh" $([ $profile = smoke ] && echo smoke) >&2
+	python3 "$REPO_ROOT/scripts/mem-report.py" "$out/mem-vm/raw/mem.txt" | tee -a "$1"
+}
+
 if [ $profile = counted ]; then
+	# (a comparison of two builds of ours has no C side to measure memory against)
+	[ -n "$compare" ] || mem_run "$out/mem.md"
 	counted_run
 	exit 0
 fi
@@ -148,10 +159,5 @@ fi
 mkdir -p "$CACHE_DIR/bench"
 ln -sfn "$(realpath "$out")" "$CACHE_DIR/bench/latest"
 python3 "$REPO_ROOT/scripts/bench-report.py" --kernel "$(basename "$kbuild")" "$out/vm/raw" "$out"
-# Memory per controller, C beside Rust (the smoke: one configuration).
-# (three rounds of 4 configurations x 2 transports, about 20 minutes under TCG; the smoke,
-# one of one)
-"$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" ${moddir:+-m "$moddir"} -t 3600 -o "$out/mem-vm" \
-	"$REPO_ROOT/tests/bench/mem-per-queue.sh" $([ $profile = smoke ] && echo smoke) >&2
-python3 "$REPO_ROOT/scripts/mem-report.py" "$out/mem-vm/raw/mem.txt" | tee -a "$out/bench.md"
+mem_run "$out/bench.md"
 counted_run
