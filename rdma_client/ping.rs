@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! krping-style option strings for debugfs `ping`, e.g.
-//! `count=1000,size=65536,validate,mem_mode=reg,server_inv`.
+//! `count=1000,size=65536,validate,mem_mode=reg,server_inv,verbose`.
 
 #![forbid(unsafe_code)]
 
@@ -36,7 +36,12 @@ pub(crate) struct PingOptions {
     /// Accepted for krping compatibility: the client's local SGEs always use the local
     /// DMA lkey.
     pub(crate) local_dma_lkey: bool,
+    /// Log what came back of each iteration (its first [`VERBOSE_BYTES`] bytes, in hex).
+    pub(crate) verbose: bool,
 }
+
+/// How many bytes of each iteration `verbose` logs (krping's 64).
+pub(crate) const VERBOSE_BYTES: usize = 64;
 
 impl PingOptions {
     /// Parses an option string; `EINVAL` with one log line naming the bad option.
@@ -50,6 +55,7 @@ impl PingOptions {
             server_inv: false,
             read_inv: false,
             local_dma_lkey: false,
+            verbose: false,
         };
         for option in text.split(',').filter(|o| !o.is_empty()) {
             let (name, value) = match option.split_once('=') {
@@ -65,6 +71,7 @@ impl PingOptions {
                 ("server_inv", None) => options.server_inv = true,
                 ("local_dma_lkey", None) => options.local_dma_lkey = true,
                 ("read_inv", None) => options.read_inv = true,
+                ("verbose", None) => options.verbose = true,
                 _ => {
                     pr_err!("ping: bad option '{}'\n", option);
                     return Err(EINVAL);

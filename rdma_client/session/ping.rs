@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use super::{Link, Session, Tag};
-use crate::ping::{MemMode, PingOptions};
+use crate::ping::{MemMode, PingOptions, VERBOSE_BYTES};
 use crate::protocol::{Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE};
 use crate::rdma::{access, code, DmaBuf, Mr, RemoteBuf};
 use core::sync::atomic::Ordering::Relaxed;
@@ -68,6 +68,9 @@ impl Session {
             );
             let cleanup = Self::invalidate(this, link, [&source_mr, &sink_mr]);
             result.and(cleanup)?;
+            if options.verbose {
+                log_data(iteration, &sink, size as usize)?;
+            }
             this.served_bytes.fetch_add(size.into(), Relaxed);
             this.served.fetch_add(1, Relaxed);
         }
@@ -198,4 +201,27 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// `verbose`: logs the first bytes of what iteration `iteration` brought back into `sink`
+/// (`size` bytes), in hex (krping prints them as text; ours are a byte pattern).
+fn log_data(iteration: u32, sink: &DmaBuf, size: usize) -> Result {
+    let mut data = [0u8; VERBOSE_BYTES];
+    let shown = size.min(VERBOSE_BYTES);
+    sink.copy_out(0, &mut data[..shown])?;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [b' '; VERBOSE_BYTES * 3];
+    for (i, byte) in data[..shown].iter().enumerate() {
+        text[i * 3 + 1] = HEX[usize::from(byte >> 4)];
+        text[i * 3 + 2] = HEX[usize::from(byte & 0xf)];
+    }
+    let text = core::str::from_utf8(&text[..shown * 3]).map_err(|_| EINVAL)?;
+    pr_info!(
+        "ping: iteration {}: {} bytes back, the first {}:{}\n",
+        iteration,
+        size,
+        shown,
+        text
+    );
+    Ok(())
 }

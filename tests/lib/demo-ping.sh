@@ -22,6 +22,14 @@ demo_ping_test() {
 	assert_dmesg "rdma_client: ping: 2 iterations of 1048576 bytes \(Reg, validated, server_inv\) done"
 	grep -q "read_msgs 36 " /sys/kernel/debug/rdma_demo/stats || fail "stats: $(cat /sys/kernel/debug/rdma_demo/stats)"
 
+	step "verbose: each iteration logs what came back (the server's WRITE of what it READ)"
+	echo "count=2,size=16,validate,verbose" >"$ping" || fail "verbose ping failed"
+	# (iteration N's source is the bytes N, N+1, ...: iteration 1 brings back 01 to 10)
+	assert_dmesg "rdma_client: ping: iteration 0: 16 bytes back, the first 16: 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f$"
+	assert_dmesg "rdma_client: ping: iteration 1: 16 bytes back, the first 16: 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10$"
+	echo "count=1,size=100,verbose" >"$ping" || fail "verbose ping of 100 bytes failed"
+	assert_dmesg "rdma_client: ping: iteration 0: 100 bytes back, the first 64: 00 01 .* 3e 3f$"
+
 	step "read_inv: RDMA READ with invalidate where the device has it (iWARP), refused elsewhere"
 	if [ "$provider" = siw ]; then
 		for size in 1 4096 65536 1048576; do
