@@ -38,6 +38,9 @@ pub(crate) struct PingOptions {
     pub(crate) local_dma_lkey: bool,
     /// Log what came back of each iteration (its first [`VERBOSE_BYTES`] bytes, in hex).
     pub(crate) verbose: bool,
+    /// krping's `fr`: a fast-registration loop alone, each iteration registering the
+    /// source and the sink and invalidating both, with no message to the server.
+    pub(crate) fr: bool,
 }
 
 /// How many bytes of each iteration `verbose` logs (krping's 64).
@@ -56,6 +59,7 @@ impl PingOptions {
             read_inv: false,
             local_dma_lkey: false,
             verbose: false,
+            fr: false,
         };
         for option in text.split(',').filter(|o| !o.is_empty()) {
             let (name, value) = match option.split_once('=') {
@@ -72,11 +76,24 @@ impl PingOptions {
                 ("local_dma_lkey", None) => options.local_dma_lkey = true,
                 ("read_inv", None) => options.read_inv = true,
                 ("verbose", None) => options.verbose = true,
+                ("fr", None) => options.fr = true,
                 _ => {
                     pr_err!("ping: bad option '{}'\n", option);
                     return Err(EINVAL);
                 }
             }
+        }
+        if options.fr
+            && (options.mem_mode == MemMode::Dma
+                || options.validate
+                || options.server_inv
+                || options.read_inv
+                || options.verbose)
+        {
+            pr_err!(
+                "ping: fr is a registration loop alone: no mem_mode=dma, validate, server_inv, read_inv or verbose\n"
+            );
+            return Err(EINVAL);
         }
         if options.server_inv && options.mem_mode == MemMode::Dma {
             pr_err!("ping: server_inv needs mem_mode=reg (the DMA rkey cannot be invalidated)\n");

@@ -55,6 +55,10 @@ impl Session {
             if kernel::current!().signal_pending() {
                 return Err(EINTR);
             }
+            if options.fr {
+                Self::register_only(this, link, [&source, &sink], [&source_mr, &sink_mr], size)?;
+                continue;
+            }
             source.fill_pattern(size as usize, iteration as u8)?;
             sink.fill(0, size as usize, 0)?;
             let result = Self::ping_once(
@@ -75,7 +79,7 @@ impl Session {
             this.served.fetch_add(1, Relaxed);
         }
         pr_info!(
-            "ping: {} iterations of {} bytes ({:?}{}{}{}) done\n",
+            "ping: {} iterations of {} bytes ({:?}{}{}{}{}) done\n",
             options.count,
             size,
             options.mem_mode,
@@ -85,9 +89,44 @@ impl Session {
             } else {
                 ""
             },
-            if options.read_inv { ", read_inv" } else { "" }
+            if options.read_inv { ", read_inv" } else { "" },
+            if options.fr { ", fr" } else { "" }
         );
         Ok(())
+    }
+
+    /// `fr`: one iteration of the fast-registration loop: registers the source and the sink
+    /// as a ping would, then invalidates both (what krping's `fr` test times).
+    fn register_only(
+        this: &Arc<Self>,
+        link: &Link,
+        [source, sink]: [&DmaBuf; 2],
+        [source_mr, sink_mr]: [&Mr; 2],
+        size: u32,
+    ) -> Result {
+        let sink_access = access::LOCAL_WRITE | access::REMOTE_WRITE;
+        let registered = Self::register(
+            this,
+            link,
+            source_mr,
+            source,
+            size,
+            access::REMOTE_READ,
+            Tag::RegisterSource,
+        )
+        .and_then(|()| {
+            Self::register(
+                this,
+                link,
+                sink_mr,
+                sink,
+                size,
+                sink_access,
+                Tag::RegisterSink,
+            )
+        });
+        let cleanup = Self::invalidate(this, link, [source_mr, sink_mr]);
+        registered.and(cleanup)
     }
 
     fn ping_once(

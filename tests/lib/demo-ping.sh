@@ -30,6 +30,17 @@ demo_ping_test() {
 	echo "count=1,size=100,verbose" >"$ping" || fail "verbose ping of 100 bytes failed"
 	assert_dmesg "rdma_client: ping: iteration 0: 100 bytes back, the first 64: 00 01 .* 3e 3f$"
 
+	step "fr: krping's fast-registration loop alone (no message to the server)"
+	local before
+	before=$(cat /sys/kernel/debug/rdma_demo/stats)
+	echo "count=50,size=65536,fr" >"$ping" || fail "fr loop failed"
+	assert_dmesg "rdma_client: ping: 50 iterations of 65536 bytes \(Reg, fr\) done"
+	[ "$(cat /sys/kernel/debug/rdma_demo/stats)" = "$before" ] ||
+		fail "the fr loop moved the message counters: $before -> $(cat /sys/kernel/debug/rdma_demo/stats)"
+	expect_write_error "$ping" "count=1,fr,validate" "Invalid argument"
+	assert_dmesg "ping: fr is a registration loop alone"
+	echo "count=2,size=4096,validate" >"$ping" || fail "ping after the fr loop failed"
+
 	step "read_inv: RDMA READ with invalidate where the device has it (iWARP), refused elsewhere"
 	if [ "$provider" = siw ]; then
 		for size in 1 4096 65536 1048576; do
