@@ -23,7 +23,7 @@
 #   make bench        C nvmet-rdma vs nvmet_rdma_rs, perftest and the demo's bench on a
 #                     non-debug kernel, then instructions per I/O counted under -icount;
 #                     ends with "transport cost Rust/C, worst row: X.XXX (±Y.YYY)"
-#   make bench-counted   the counted figure only;  make bench-compare REV=HEAD~1: ours at
+#   make bench-counted   the counted figure and the memory per controller;  make bench-compare REV=HEAD~1: ours at
 #                     REV against ours now, counted, in one VM
 #   make bench-profile   perf profiles of both transports (4 KiB, depth 32), side by side
 #   make setup        host packages and toolchain only;  make kernel: the pinned kernel only

@@ -13,7 +13,6 @@ set -euo pipefail
 seconds=${1:-60}
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || die "usage: fuzz-wire.sh [SECONDS]"
 "$REPO_ROOT/scripts/setup-host.sh" --fuzz
-PATH=$PATH:$HOME/.cargo/bin
 command -v cargo-fuzz >/dev/null 2>&1 || die "cargo-fuzz is missing (scripts/setup-host.sh --fuzz did not install it)"
 work=$CACHE_DIR/fuzz/wire
 mkdir -p "$work/corpus" "$work/artifacts"

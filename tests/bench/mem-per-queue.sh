@@ -26,7 +26,11 @@ snap() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	sleep 2
-	echo "$(kb SUnreclaim) $(kb VmallocUsed) $(kb MemFree) $(cqes) $(pcp_kb)"
+	# (the CQ count first: running rdma between the two free-memory reads would move pages
+	# between the free pool and the per-CPU lists in that gap)
+	local q
+	q=$(cqes)
+	echo "$(kb SUnreclaim) $(kb VmallocUsed) $(kb MemFree) $q $(pcp_kb)"
 }
 raw=/run/results/raw
 mkdir -p "$raw"
