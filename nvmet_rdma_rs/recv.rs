@@ -123,12 +123,17 @@ impl SlotSet {
 
     /// Slot `index`'s receive, handed to the device: its capsule synced for it, and its
     /// in-capsule data buffer if `data_taken` (the CPU took it).
+    #[inline]
     fn to_device(&self, index: u32, data_taken: bool) -> Result<&RecvWr> {
         let slot = self.cmds.get(index as usize).ok_or(EINVAL)?;
-        let at = index as usize * COMMAND_SIZE;
-        self.capsules.sync_range_for_device(at, COMMAND_SIZE);
-        if let (true, Some(data)) = (data_taken, self.inline.get(index as usize)) {
-            data.sync_range_for_device(0, self.inline_size as usize);
+        // (one check for the set: its buffers are mapped for one device, which needs syncs
+        // for all of them or for none; rxe and siw need none)
+        if self.capsules.needs_sync() {
+            let at = index as usize * COMMAND_SIZE;
+            self.capsules.sync_range_for_device(at, COMMAND_SIZE);
+            if let (true, Some(data)) = (data_taken, self.inline.get(index as usize)) {
+                data.sync_range_for_device(0, self.inline_size as usize);
+            }
         }
         slot.wr.as_ref().ok_or(EINVAL)
     }

@@ -114,6 +114,14 @@ impl DmaBuf {
         Ok(Self(Arc::new(mapping, GFP_KERNEL)?))
     }
 
+    /// Whether the device's DMA needs syncs ([`DmaBuf::sync_range_for_cpu`] and
+    /// [`DmaBuf::sync_range_for_device`] do nothing otherwise): the same for every buffer
+    /// mapped for one device.
+    #[inline]
+    pub(crate) fn needs_sync(&self) -> bool {
+        self.0.synced
+    }
+
     /// Length in bytes.
     pub(crate) fn len(&self) -> usize {
         self.0.len
