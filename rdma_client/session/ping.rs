@@ -100,12 +100,26 @@ impl Session {
     fn register_only(
         this: &Arc<Self>,
         link: &Link,
+        bufs: [&DmaBuf; 2],
+        mrs: [&Mr; 2],
+        size: u32,
+    ) -> Result {
+        let registered = Self::register_both(this, link, bufs, mrs, size);
+        let cleanup = Self::invalidate(this, link, mrs);
+        registered.and(cleanup)
+    }
+
+    /// Registers the source for the server's READ and the sink for its WRITE, `size` bytes
+    /// each, with fast registrations (waiting for each to complete).
+    fn register_both(
+        this: &Arc<Self>,
+        link: &Link,
         [source, sink]: [&DmaBuf; 2],
         [source_mr, sink_mr]: [&Mr; 2],
         size: u32,
     ) -> Result {
         let sink_access = access::LOCAL_WRITE | access::REMOTE_WRITE;
-        let registered = Self::register(
+        Self::register(
             this,
             link,
             source_mr,
@@ -113,20 +127,16 @@ impl Session {
             size,
             access::REMOTE_READ,
             Tag::RegisterSource,
+        )?;
+        Self::register(
+            this,
+            link,
+            sink_mr,
+            sink,
+            size,
+            sink_access,
+            Tag::RegisterSink,
         )
-        .and_then(|()| {
-            Self::register(
-                this,
-                link,
-                sink_mr,
-                sink,
-                size,
-                sink_access,
-                Tag::RegisterSink,
-            )
-        });
-        let cleanup = Self::invalidate(this, link, [source_mr, sink_mr]);
-        registered.and(cleanup)
     }
 
     fn ping_once(
@@ -153,25 +163,7 @@ impl Session {
                 },
             ),
             _ => {
-                let sink_access = access::LOCAL_WRITE | access::REMOTE_WRITE;
-                Self::register(
-                    this,
-                    link,
-                    source_mr,
-                    source,
-                    size,
-                    access::REMOTE_READ,
-                    Tag::RegisterSource,
-                )?;
-                Self::register(
-                    this,
-                    link,
-                    sink_mr,
-                    sink,
-                    size,
-                    sink_access,
-                    Tag::RegisterSink,
-                )?;
+                Self::register_both(this, link, [source, sink], [source_mr, sink_mr], size)?;
                 (source_mr.remote()?, sink_mr.remote()?)
             }
         };
