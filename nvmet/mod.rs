@@ -29,6 +29,7 @@ mod kunit;
 pub(crate) mod port;
 pub(crate) mod request;
 pub(crate) mod sq;
+pub(crate) mod trace;
 pub(crate) mod transport;
 pub(crate) mod workqueue;
 

@@ -35,6 +35,7 @@
 use crate::nvmet::{
     request::{impl_has_request, DataSgls, Request},
     sq::SqEntered,
+    trace::{self, ReqId, ReqStep},
     HasSqCq, OpsRef, SqCq, Transport,
 };
 use crate::rdma::{
@@ -58,12 +59,15 @@ use kernel::{
     sync::{Arc, ArcBorrow},
 };
 mod completion;
+pub(crate) mod latency;
 mod lists;
 mod mapping;
 mod stats;
 mod waiting;
 
 pub(crate) use completion::{queue_response, read_done, recv_done, send_done, write_done};
+pub(crate) use latency::QueueLatency;
+use latency::Stamps;
 use lists::Parked;
 pub(crate) use lists::SlotLists;
 use mapping::{free_data, free_rw};
@@ -82,6 +86,10 @@ pub(crate) trait Connection: HasSqCq + Sync + Sized + 'static {
     fn lists(&self) -> &SlotLists;
     /// The queue's counters.
     fn stats(&self) -> &QueueStats;
+    /// The queue's latency histograms.
+    fn latency(&self) -> &QueueLatency;
+    /// The queue's number and NVMe queue id, for trace events.
+    fn trace_id(&self) -> (u32, u16);
     /// The transport's ops table, for its requests.
     fn ops(&self) -> OpsRef<Self::Transport>;
     /// Whether the queue is being torn down (commands are dropped).
@@ -112,6 +120,15 @@ pub(crate) struct RspState {
     recv: Option<Received>,
     /// Host-to-controller command.
     write: bool,
+    /// The command's class, for its latency histograms.
+    class: wire::Class,
+    /// When its phases ended, if it is timed.
+    stamps: Stamps,
+    /// The command's opcode and identifier, for its trace events.
+    opcode: u8,
+    cid: u16,
+    /// The response slot's index.
+    slot: u32,
     /// The data came in the capsule.
     in_capsule: bool,
     /// The CPU took the receive slot's in-capsule data buffer (synced it): the slot's
@@ -142,6 +159,28 @@ impl RspState {
     fn send_wrs(&self) -> i32 {
         1 + self.n_rdma as i32
     }
+
+    /// Fires the trace event of the command's `step` on `queue`, with `status` (computed
+    /// only if the event is enabled).
+    #[inline(always)]
+    fn trace(&self, queue: &impl Connection, step: ReqStep, status: impl FnOnce(&Self) -> u16) {
+        trace::req(step, || {
+            let (number, qid) = queue.trace_id();
+            let id = ReqId {
+                queue: number,
+                qid,
+                cid: self.cid,
+                slot: self.slot,
+                opcode: self.opcode,
+            };
+            (id, status(self))
+        });
+    }
+}
+
+/// No status yet (a step before the core completed the command).
+fn no_status(_: &RspState) -> u16 {
+    0
 }
 
 /// The owner of a response slot's state: the step of its command that runs.
@@ -222,6 +261,11 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
             cmd: 0,
             recv: None,
             write: false,
+            class: wire::Class::Other,
+            stamps: Stamps::default(),
+            opcode: 0,
+            cid: 0,
+            slot: index,
             in_capsule: false,
             data_taken: false,
             n_rdma: 0,
@@ -385,20 +429,22 @@ impl Io {
         }
     }
 
-    /// A command arrived in receive slot `cmd_index` (`received` bytes, whose buffers
-    /// `token` holds): runs it on response slot `rsp_index`, which `owner` took, while `sq`
-    /// is entered.
-    #[allow(clippy::too_many_arguments)]
+    /// A command arrived (`arrival`; its buffers `token` holds): runs it on response slot
+    /// `rsp_index`, which `owner` took, while `sq` is entered.
     fn start(
         &self,
         queue: ArcBorrow<'_, impl Connection>,
         sq: &SqEntered<'_>,
-        cmd_index: u32,
+        arrival: Arrival,
         rsp_index: u32,
         mut owner: RspOwner<'_>,
-        received: u32,
         token: Received,
     ) {
+        let Arrival {
+            cmd: cmd_index,
+            len: received,
+            at,
+        } = arrival;
         let offset = cmd_index as usize * COMMAND_SIZE;
         // (The receive completed and is not posted again before the command is done with
         // it: `token` posts it, which the command holds until then.)
@@ -416,6 +462,10 @@ impl Io {
         owner.cmd = cmd_index;
         owner.recv = Some(token);
         owner.write = wire::is_write(&command);
+        owner.class = wire::class(&command);
+        owner.stamps = Stamps::arrived(at);
+        (owner.opcode, owner.cid) = wire::opcode_and_id(&command);
+        owner.trace(&*queue, ReqStep::Recv, no_status);
         owner.in_capsule = false;
         owner.data_taken = false;
         owner.n_rdma = 0;
@@ -469,7 +519,7 @@ impl Io {
             Request::fail(owner, error.status, error.error_loc);
             return;
         }
-        if let Err((_, owner)) = self.execute(owner) {
+        if let Err((_, owner)) = self.execute(&*queue, owner) {
             queue.stats().sq_full_waits.add(1);
             self.wait_for_space(queue, rsp_index, owner);
         }
@@ -478,13 +528,19 @@ impl Io {
     /// Reserves send queue space for the command's work requests and starts it: RDMA READ
     /// of its data, or the nvmet core's execution. If the send queue is full, the entries
     /// the command needs, and its slot back.
-    fn execute<'a>(&self, owner: RspOwner<'a>) -> Result<(), (i32, RspOwner<'a>)> {
+    fn execute<'a>(
+        &self,
+        queue: &impl Connection,
+        mut owner: RspOwner<'a>,
+    ) -> Result<(), (i32, RspOwner<'a>)> {
         let needed = owner.send_wrs();
         // (acquire and release: see `run_waiting`)
         if self.sq_wr_avail.fetch_sub(needed, AcqRel) < needed {
             self.sq_wr_avail.fetch_add(needed, Relaxed);
             return Err((needed, owner));
         }
+        let stamps = &mut owner.stamps;
+        Stamps::stamp(stamps.recv, &mut stamps.ready);
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
             // (the context was initialised by `map_keyed`; a READ the provider queued
             // although the post failed completes, flushed, through `read_done`)
@@ -493,6 +549,8 @@ impl Io {
                 Request::complete(owner, status::DATA_XFER_ERROR);
             }
         } else {
+            owner.stamps.submit = owner.stamps.ready;
+            owner.trace(queue, ReqStep::Submit, no_status);
             Request::execute(owner);
         }
         Ok(())
@@ -507,6 +565,7 @@ impl Io {
         mut owner: RspOwner<'_>,
         end: TransferEnd<'_>,
     ) {
+        owner.trace(&*queue, ReqStep::Free, |state| state.req.status());
         // (acquire and release: see `run_waiting`, which this release ends with)
         self.sq_wr_avail.fetch_add(owner.send_wrs(), AcqRel);
         free_data(&mut owner, end);
@@ -566,16 +625,26 @@ impl Io {
     }
 }
 
-/// Starts the command that arrived in receive slot `cmd` (`len` bytes, whose buffers
-/// `received` holds) on `queue`, or gives the slot back if the queue is going.
+/// A command's arrival: its receive slot, the bytes received and when (if timed).
+#[derive(Clone, Copy)]
+pub(crate) struct Arrival {
+    /// The receive slot.
+    pub(crate) cmd: u32,
+    /// Bytes received.
+    pub(crate) len: u32,
+    /// When its receive completed ([`Stamp::NONE`](crate::rdma::Stamp::NONE) if not timed).
+    pub(crate) at: crate::rdma::Stamp,
+}
+
+/// Starts the command that arrived (`arrival`, whose buffers `received` holds) on
+/// `queue`, or gives its receive slot back if the queue is going.
 pub(crate) fn handle_command(
     queue: ArcBorrow<'_, impl Connection>,
     io: &Io,
-    cmd: u32,
-    len: u32,
+    arrival: Arrival,
     received: Received,
 ) {
-    let give_back = |received| io.give_back_shared(cmd, received);
+    let give_back = |received| io.give_back_shared(arrival.cmd, received);
     // (checked again for a parked command, whose queue may have closed since)
     if queue.is_disconnecting() {
         give_back(received);
@@ -590,7 +659,7 @@ pub(crate) fn handle_command(
     };
     let (rsp, owner, received) = match queue.lists().take_free(queue, io) {
         Some((rsp, owner)) => (rsp, owner, received),
-        None => match queue.lists().park_for_slot(queue, io, cmd, len, received) {
+        None => match queue.lists().park_for_slot(queue, io, arrival, received) {
             Parked::Yes => return,
             Parked::SlotFreed(rsp, owner, received) => (rsp, owner, received),
             Parked::Full(received) => {
@@ -599,5 +668,5 @@ pub(crate) fn handle_command(
             }
         },
     };
-    io.start(queue, &entered, cmd, rsp, owner, len, received);
+    io.start(queue, &entered, arrival, rsp, owner, received);
 }

@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+use crate::nvmet::trace;
 use crate::rdma::{ClientHandler, Device, IbClient};
 use crate::target::Target;
 use kernel::prelude::*;
@@ -39,6 +40,7 @@ impl ClientHandler for DeviceWatch {
             return;
         };
         let ended = target.end_queues_on(device);
+        trace::device_removal_event(device.name(), ended as u32);
         if ended > 0 {
             pr_info!(
                 "device {} went away: ended its {} queue(s)\n",

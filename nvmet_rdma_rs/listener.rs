@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::nvmet::PortConfig;
+use crate::nvmet::{trace, PortConfig};
 use crate::port::{Port, BACKLOG};
 use crate::queue::Queue;
 use crate::rdma::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest};
@@ -166,10 +166,17 @@ impl CmHandler for Listener {
                     reason
                 );
                 port.stats.rejects.fetch_add(1, Relaxed);
+                trace::reject_event(port.id(), reason as u8);
                 let _ = request.reject(&reason.encode());
                 return;
             }
         };
+        trace::connect_request_event(
+            port.id(),
+            data.qid,
+            data.recv_queue_size,
+            data.send_queue_size,
+        );
         crate::test_hooks::hold(HoldPoint::Parsed, &request.peer());
         if let Err(e) = Queue::start(target, port, data, request) {
             port.stats.rejects.fetch_add(1, Relaxed);

@@ -4,3 +4,5 @@
 #include <linux/nvme.h>
 #include <linux/nvme-rdma.h>
 #include "nvmet.h"
+/* The transport's tracepoints (their keys and the functions that fire them). */
+#include "../nvmet/rdma_rs_events.h"

@@ -31,12 +31,14 @@ mod command;
 mod devices;
 mod dispatch;
 mod fabrics;
+mod histogram;
 mod listener;
 mod pi;
 mod port;
 mod protection;
 mod queue;
 mod recv;
+mod report;
 mod send_wait;
 mod srq;
 mod target;
@@ -138,6 +140,8 @@ fn show_queues(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result 
 struct NvmetRdmaRs {
     _ports: Pin<KBox<File<Arc<Target>>>>,
     _queues: Pin<KBox<File<Arc<Target>>>>,
+    /// `latency` and `stats.json` (`report`).
+    _reports: [Pin<KBox<File<Arc<Target>>>>; 2],
     /// The test hold points' files (test builds only).
     #[cfg(rrs_test_hooks)]
     _hooks: test_hooks::Files,
@@ -170,6 +174,21 @@ impl kernel::Module for NvmetRdmaRs {
                 dir.read_callback_file(c"queues", target.clone(), &show_queues),
                 GFP_KERNEL,
             )?;
+            let reports = [
+                KBox::pin_init(
+                    dir.read_write_callback_file(
+                        c"latency",
+                        target.clone(),
+                        &report::show_latency,
+                        &report::write_latency,
+                    ),
+                    GFP_KERNEL,
+                )?,
+                KBox::pin_init(
+                    dir.read_callback_file(c"stats.json", target.clone(), &report::show_json),
+                    GFP_KERNEL,
+                )?,
+            ];
             #[cfg(rrs_test_hooks)]
             let hooks = test_hooks::Files::new(&dir)?;
             // Last: once registered, configfs can enable ports and hosts connect, so
@@ -186,15 +205,16 @@ impl kernel::Module for NvmetRdmaRs {
                 dir,
                 ports,
                 queues,
+                reports,
                 #[cfg(rrs_test_hooks)]
                 hooks,
             ))
         })();
         #[cfg(rrs_test_hooks)]
-        let (device_watch, registration, dir, ports, queues, hooks) =
+        let (device_watch, registration, dir, ports, queues, reports, hooks) =
             loaded.inspect_err(|_| Target::uninstall())?;
         #[cfg(not(rrs_test_hooks))]
-        let (device_watch, registration, dir, ports, queues) =
+        let (device_watch, registration, dir, ports, queues, reports) =
             loaded.inspect_err(|_| Target::uninstall())?;
         pr_info!("registered as the NVMe-oF RDMA transport\n");
         Ok(Self {
@@ -202,6 +222,7 @@ impl kernel::Module for NvmetRdmaRs {
             _hooks: hooks,
             _ports: ports,
             _queues: queues,
+            _reports: reports,
             _dir: dir,
             target,
             _registration: registration,

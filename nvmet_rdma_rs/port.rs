@@ -5,11 +5,12 @@
 
 #![forbid(unsafe_code)]
 
+use crate::command::{latency::LatencySnapshot, QueueLatency};
 use crate::nvmet::{EnabledPort, PortConfig};
 use crate::rdma::{Device, SocketAddr};
 use crate::wire::{queue_size, CmReject};
 use core::sync::atomic::AtomicU64;
-use kernel::prelude::*;
+use kernel::{new_mutex, prelude::*, sync::Mutex};
 
 /// `NVMET_RDMA_DEFAULT_INLINE_DATA_SIZE`: one page.
 const DEFAULT_INLINE_DATA_SIZE: i32 = kernel::page::PAGE_SIZE as i32;
@@ -28,6 +29,14 @@ pub(crate) struct PortStats {
     pub(crate) rejects: AtomicU64,
 }
 
+/// The latency histograms of a port's released queues, and the port's reset baseline.
+struct PortLatency {
+    /// The released queues' counts, folded in as each is released.
+    released: KBox<LatencySnapshot>,
+    /// The port's counts (released and live queues) at the last reset, if any.
+    base: Option<KBox<LatencySnapshot>>,
+}
+
 /// An enabled port: what its queues need to know of it.
 pub(crate) struct Port {
     id: u16,
@@ -40,6 +49,7 @@ pub(crate) struct Port {
     /// keep it allocated for their requests after `remove_port`).
     nvmet: EnabledPort,
     pub(crate) stats: PortStats,
+    latency: Pin<KBox<Mutex<PortLatency>>>,
 }
 
 impl Port {
@@ -72,8 +82,15 @@ impl Port {
             address,
             inline_size: inline as u32,
             max_queue_size: max_queue_size as u32,
-            nvmet: config.enabled(),
             stats: PortStats::default(),
+            latency: KBox::pin_init(
+                new_mutex!(PortLatency {
+                    released: LatencySnapshot::new_zero()?,
+                    base: None,
+                }),
+                GFP_KERNEL,
+            )?,
+            nvmet: config.enabled(),
         })
     }
 
@@ -124,6 +141,31 @@ impl Port {
     /// The deepest I/O queue a host may ask for.
     pub(crate) fn max_queue_size(&self) -> u32 {
         self.max_queue_size
+    }
+
+    /// Folds the histograms of a released queue of the port into its totals (by the
+    /// target, with the queue list locked: a report sees the queue live or folded in,
+    /// once).
+    pub(crate) fn fold_released(&self, latency: &QueueLatency) {
+        latency.add_to(&mut self.latency.lock().released);
+    }
+
+    /// Completes `into`, which holds the port's live queues' counts (read with the queue
+    /// list locked), into the port's figures since its last reset.
+    pub(crate) fn latency_totals(&self, into: &mut LatencySnapshot) {
+        let latency = self.latency.lock();
+        into.add(&latency.released);
+        if let Some(base) = &latency.base {
+            into.subtract(base);
+        }
+    }
+
+    /// Takes a reset's baseline: `live` holds the port's live queues' counts now (read
+    /// with the queue list locked).
+    pub(crate) fn reset_latency(&self, mut live: KBox<LatencySnapshot>) {
+        let mut latency = self.latency.lock();
+        live.add(&latency.released);
+        latency.base = Some(live);
     }
 }
 

@@ -11,22 +11,28 @@
 
 #![forbid(unsafe_code)]
 
-use crate::command::{Connection, Io, QueueStats, SlotLists, RESPONSE_SIZE};
-use crate::nvmet::{sq::impl_has_sq_cq, CtrlId, OpsRef, SqCq};
+use crate::command::{
+    latency::LatencySnapshot, Connection, Io, QueueLatency, QueueStats, SlotLists, RESPONSE_SIZE,
+};
+use crate::nvmet::{
+    sq::impl_has_sq_cq,
+    trace::{self, QueueStep},
+    CtrlId, OpsRef, SqCq,
+};
 use crate::port::{Port, NO_RESOURCES};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle, Stage},
-    rw, CmEvent, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext, Pd, PollContext,
-    PublishOnce, QpCaps, SocketAddr,
+    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext, Pd,
+    PollContext, PublishOnce, QpCaps, SocketAddr,
 };
-use crate::target::{ListedQueue, NvmetRdma, Target};
+use crate::target::{ListedQueue, NvmetRdma, QueueReport, Target};
 use crate::test_hooks::HoldPoint;
 use crate::wire::ConnectData;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{
-    fmt,
+    fmt, new_mutex,
     prelude::*,
-    sync::{Arc, ArcBorrow},
+    sync::{Arc, ArcBorrow, Mutex},
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -61,6 +67,12 @@ pub(crate) struct Queue {
     #[pin]
     lists: SlotLists,
     stats: QueueStats,
+    /// The latency histograms of its commands.
+    latency: QueueLatency,
+    /// The histograms' counts at the last reset (debugfs `latency`), if any: reports
+    /// show what was recorded since.
+    #[pin]
+    latency_base: Mutex<Option<KBox<LatencySnapshot>>>,
     #[pin]
     release_work: Work<Queue>,
 }
@@ -104,6 +116,8 @@ impl Queue {
                     io: PublishOnce::new(),
                     lists <- SlotLists::new(),
                     stats: QueueStats::default(),
+                    latency <- QueueLatency::new(),
+                    latency_base <- new_mutex!(None),
                     release_work <- new_work!("Queue::release_work"),
                 }),
                 GFP_KERNEL,
@@ -126,6 +140,7 @@ impl Queue {
             Ok(queue) => queue,
             Err(e) => {
                 if let Some(request) = request {
+                    trace::reject_event(port.id(), NO_RESOURCES as u8);
                     let _ = request.reject(&NO_RESOURCES.encode());
                 }
                 return Err(e);
@@ -202,13 +217,23 @@ impl Queue {
         id.accept_as_target(held, &data.accept_data(), this.initiator_depth)
     }
 
-    /// debugfs `queues`: one line for this queue.
-    pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.lifecycle.stage() {
+    /// Fires the queue's trace event of `step`.
+    fn trace(&self, step: QueueStep, count: u64, why: &CStr) {
+        trace::queue(step, self.number, self.port.id(), self.data.qid, count, why);
+    }
+
+    /// `connecting`, `live` or `disconnecting`.
+    fn state_name(&self) -> &'static str {
+        match self.lifecycle.stage() {
             Stage::Connecting => "connecting",
             Stage::Live => "live",
             Stage::Closing => "disconnecting",
-        };
+        }
+    }
+
+    /// debugfs `queues`: one line for this queue.
+    pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state_name();
         let s = &self.stats;
         writeln!(
             f,
@@ -279,6 +304,14 @@ impl Connection for Queue {
         &self.stats
     }
 
+    fn latency(&self) -> &QueueLatency {
+        &self.latency
+    }
+
+    fn trace_id(&self) -> (u32, u16) {
+        (self.number, self.data.qid)
+    }
+
     fn ops(&self) -> OpsRef<NvmetRdma> {
         self.target.ops()
     }
@@ -338,10 +371,29 @@ impl ListedQueue for Queue {
     fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.show(f)
     }
+
+    fn report(&self) -> QueueReport<'_> {
+        QueueReport {
+            number: self.number,
+            port: &self.port,
+            qid: self.data.qid,
+            peer: self.peer,
+            state: self.state_name(),
+            depth: (self.data.recv_queue_size, self.data.send_queue_size),
+            rsp_slots: self.io.as_ref().map_or(0, |io| io.response_slots()),
+            srq: self.io.as_ref().is_some_and(|io| io.uses_srq()),
+            stats: &self.stats,
+            latency: &self.latency,
+            latency_base: &self.latency_base,
+        }
+    }
 }
 
 impl CmHandler for Queue {
     fn event(this: ArcBorrow<'_, Self>, event: &CmEvent<'_>) {
+        if event.kind() == CmEventKind::Established {
+            this.trace(QueueStep::Established, 0, c"");
+        }
         Lifecycle::event(this, event);
     }
 }
@@ -365,6 +417,8 @@ impl Accepted for Queue {
         match Self::build_on(this, &mut id, held) {
             Ok(()) => {
                 this.port.stats.connects.fetch_add(1, Relaxed);
+                let slots = this.io.as_ref().map_or(0, |io| io.response_slots());
+                this.trace(QueueStep::Accept, u64::from(slots), c"");
                 Ok(id)
             }
             Err(e) => Err((e, id)),
@@ -379,10 +433,12 @@ impl Accepted for Queue {
             error
         );
         self.port.stats.rejects.fetch_add(1, Relaxed);
+        trace::reject_event(self.port.id(), NO_RESOURCES as u8);
         let _ = id.reject(&NO_RESOURCES.encode());
     }
 
     fn closing(&self, why: &CStr) {
+        self.trace(QueueStep::Close, self.stats.commands.load(Relaxed), why);
         pr_debug!(
             "queue {} closing ({})\n",
             self.number,
@@ -411,6 +467,7 @@ impl Accepted for Queue {
             io.reclaim(drained);
         }
         drop(id);
+        this.trace(QueueStep::Release, this.stats.commands.load(Relaxed), c"");
         pr_info!(
             "queue {} (port {}, qid {}, host {}) released after {} commands\n",
             this.number,

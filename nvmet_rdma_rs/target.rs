@@ -8,9 +8,10 @@
 
 #![forbid(unsafe_code)]
 
+use crate::command::{latency::LatencySnapshot, QueueLatency, QueueStats};
 use crate::nvmet::{global, CtrlId, OpsRef};
 use crate::port::{Port, BACKLOG};
-use crate::rdma::{Device, SocketAddr};
+use crate::rdma::{Clock, Device, SocketAddr};
 use crate::recv::SharedSlots;
 use crate::srq::SrqSet;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
@@ -38,6 +39,34 @@ pub(crate) trait ListedQueue: Send + Sync {
     fn close(self: ArcBorrow<'_, Self>, why: &CStr);
     /// debugfs `queues`: one line for the queue.
     fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+    /// What the reports (`report`) show of the queue.
+    fn report(&self) -> QueueReport<'_>;
+}
+
+/// What a queue shows of itself in the reports.
+pub(crate) struct QueueReport<'a> {
+    /// Its number (logs, debugfs).
+    pub(crate) number: u32,
+    /// The port it came in on.
+    pub(crate) port: &'a Arc<Port>,
+    /// Its NVMe queue id.
+    pub(crate) qid: u16,
+    /// The host's address.
+    pub(crate) peer: SocketAddr,
+    /// `connecting`, `live` or `disconnecting`.
+    pub(crate) state: &'static str,
+    /// The host's receive and send queue sizes.
+    pub(crate) depth: (u32, u32),
+    /// Response slots (0 before the set-up).
+    pub(crate) rsp_slots: u32,
+    /// Whether its commands arrive in an SRQ.
+    pub(crate) srq: bool,
+    /// Its counters.
+    pub(crate) stats: &'a QueueStats,
+    /// Its histograms.
+    pub(crate) latency: &'a QueueLatency,
+    /// Their counts at the last reset.
+    pub(crate) latency_base: &'a Mutex<Option<KBox<LatencySnapshot>>>,
 }
 
 /// The NVMe/RDMA transport, as the nvmet core sees it (its callbacks: `fabrics`).
@@ -73,6 +102,8 @@ pub(crate) struct Target {
     /// locked).
     evict_next: AtomicUsize,
     next_queue: AtomicU32,
+    /// The cycle counter's rate, for the latency reports.
+    clock: Clock,
     /// The transport's ops table, for starting requests (registered until unload).
     ops: OpsRef<NvmetRdma>,
 }
@@ -91,6 +122,7 @@ impl Target {
                 removing_any: AtomicUsize::new(0),
                 evict_next: AtomicUsize::new(0),
                 next_queue: AtomicU32::new(1),
+                clock: Clock::new(),
                 ops,
             }),
             GFP_KERNEL,
@@ -112,6 +144,11 @@ impl Target {
     /// The transport's ops table.
     pub(crate) fn ops(&self) -> OpsRef<NvmetRdma> {
         self.ops
+    }
+
+    /// The cycle counter's rate, measured since the module loaded.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// A number for a new queue (its name in logs and debugfs).
@@ -178,6 +215,9 @@ impl Target {
         let mut queues = self.queues.lock();
         if let Some(index) = queues.iter().position(|q| core::ptr::addr_eq(&**q, queue)) {
             let _ = queues.remove(index);
+            // (under the list's lock: a report finds the queue listed or folded in)
+            let report = queue.report();
+            report.port.fold_released(report.latency);
         }
         let device = queue.device_key();
         let device_idle = !queues.iter().any(|q| q.device_key() == device);
@@ -214,6 +254,22 @@ impl Target {
         for queue in self.queues.lock().iter() {
             f(&**queue);
         }
+    }
+
+    /// Calls `f` with the list of queues, locked: no queue is added or released (folded
+    /// into its port's figures) meanwhile.
+    pub(crate) fn with_queues<R>(&self, f: impl FnOnce(&[Arc<dyn ListedQueue>]) -> R) -> R {
+        f(&self.queues.lock())
+    }
+
+    /// The enabled ports.
+    pub(crate) fn ports(&self) -> Result<KVec<Arc<Port>>> {
+        let ports = self.ports.lock();
+        let mut copy = KVec::with_capacity(ports.len(), GFP_KERNEL)?;
+        for port in ports.iter() {
+            copy.push(port.clone(), GFP_KERNEL)?;
+        }
+        Ok(copy)
     }
 
     /// Disconnects every queue `which` selects (their release follows on the workqueue).

@@ -167,9 +167,42 @@ const SGL_FMT_ADDRESS: u8 = 0x0;
 const SGL_FMT_OFFSET: u8 = 0x1;
 const SGL_FMT_INVALIDATE: u8 = 0xf;
 
+/// The opcode of fabrics commands (Connect, Property Get and Set, ...).
+const FABRICS: u8 = 0x7f;
+
+/// What a command is, for the latency histograms: an admin or NVM command moving data to
+/// the host (Read, Identify) or from it (Write), or anything else (no data, both ways,
+/// and fabrics commands: a queue's Connect carries data, but is not I/O).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Class {
+    /// Data from controller to host.
+    Read = 0,
+    /// Data from host to controller.
+    Write = 1,
+    /// The rest.
+    Other = 2,
+}
+
+/// The [`Class`] of `command`, from its opcode's data transfer bits.
+pub(crate) fn class(command: &[u8; COMMAND_SIZE]) -> Class {
+    match command[OPCODE] {
+        FABRICS => Class::Other,
+        opcode if opcode & 3 == 1 => Class::Write,
+        opcode if opcode & 3 == 2 => Class::Read,
+        _ => Class::Other,
+    }
+}
+
+/// The opcode and command identifier of `command`, for its trace events.
+pub(crate) fn opcode_and_id(command: &[u8; COMMAND_SIZE]) -> (u8, u16) {
+    (
+        command[OPCODE],
+        u16::from_le_bytes([command[2], command[3]]),
+    )
+}
+
 /// Whether `command` moves data from host to controller (`nvme_is_write`).
 pub(crate) fn is_write(command: &[u8; COMMAND_SIZE]) -> bool {
-    const FABRICS: u8 = 0x7f;
     if command[OPCODE] == FABRICS {
         // A fabrics command's type is at byte 4.
         command[4] & 1 != 0

@@ -3,6 +3,8 @@
  * Wrappers of `static inline` kernel functions for the Rust RDMA layer.
  * Compiled into every module that uses the layer (rdma/rdma.mk); not exported.
  */
+#include <linux/timex.h>
+
 #include "helpers.h"
 
 const char *rdma_rs_ib_device_name(const struct ib_device *device)
@@ -144,4 +146,9 @@ bool rdma_rs_percpu_ref_tryget_live(struct percpu_ref *ref)
 void rdma_rs_percpu_ref_put(struct percpu_ref *ref)
 {
 	percpu_ref_put(ref);
+}
+
+u64 rdma_rs_get_cycles(void)
+{
+	return get_cycles();
 }

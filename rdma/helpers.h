@@ -42,5 +42,6 @@ void rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf, unsigned int le
 bool rdma_rs_ib_uses_virt_dma(struct ib_device *dev);
 bool rdma_rs_ib_dma_pci_p2p_dma_supported(struct ib_device *dev);
 const struct blk_integrity *rdma_rs_bdev_get_integrity(struct block_device *bdev);
+u64 rdma_rs_get_cycles(void);
 
 #endif /* RDMA_RS_HELPERS_H */

@@ -63,6 +63,8 @@ pub(crate) use device_log::DeviceLog;
 #[allow(unused_imports)]
 pub(crate) use dma::DmaBuf;
 #[allow(unused_imports)]
+pub(crate) use kernel_gaps::clock::{Clock, Stamp};
+#[allow(unused_imports)]
 pub(crate) use kernel_gaps::once::PublishOnce;
 #[allow(unused_imports)]
 pub(crate) use kernel_gaps::workqueue::OwnedQueue;

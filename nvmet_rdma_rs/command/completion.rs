@@ -7,9 +7,12 @@
 
 #![forbid(unsafe_code)]
 
-use super::{free_data, free_rw, handle_command, Connection, Io, RspOwner, RspSlot, RspState};
-use crate::nvmet::Request;
-use crate::rdma::{cqe::Received, rw::TransferEnd, slot_post::Prepared, WorkCompletion};
+use super::{
+    free_data, free_rw, handle_command, latency, no_status, Arrival, Connection, Io, RspOwner,
+    RspSlot, RspState, Stamps,
+};
+use crate::nvmet::{trace::ReqStep, Request};
+use crate::rdma::{cqe::Received, rw::TransferEnd, slot_post::Prepared, Stamp, WorkCompletion};
 use crate::wire::COMMAND_SIZE;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{prelude::*, sync::ArcBorrow};
@@ -64,7 +67,12 @@ pub(crate) fn recv_done(
         give_back(received);
         return;
     }
-    handle_command(queue, io, cmd, wc.byte_len, received);
+    let arrival = Arrival {
+        cmd,
+        len: wc.byte_len,
+        at: latency::arrival(),
+    };
+    handle_command(queue, io, arrival, received);
 }
 
 /// The owner of a response slot, resumed by the completion of the work request it posted
@@ -116,9 +124,13 @@ pub(crate) fn read_done(
         0
     };
     free_rw(&mut owner, TransferEnd::Completed(wc));
+    owner.trace(&*queue, ReqStep::Read, no_status);
+    let stamps = &mut owner.stamps;
+    Stamps::stamp(stamps.recv, &mut stamps.submit);
     if pi_status != 0 {
         Request::complete(owner, pi_status);
     } else {
+        owner.trace(&*queue, ReqStep::Submit, no_status);
         Request::execute(owner);
     }
 }
@@ -145,6 +157,7 @@ pub(crate) fn write_done(
     };
     let pi_status = if wc.is_ok() { io.pi_status(&owner) } else { 0 };
     free_rw(&mut owner, TransferEnd::Completed(wc));
+    owner.trace(&*queue, ReqStep::Written, |state| state.req.status());
     if !wc.is_ok() {
         // (the request completed already: only the slot is left to free)
         io.release(queue, owner, TransferEnd::Completed(wc));
@@ -177,8 +190,18 @@ pub(crate) fn send_done(
     let Some(owner) = resumed(&*queue, owner) else {
         return;
     };
-    if wc.is_ok() && owner.wrote != 0 {
-        queue.stats().write_bytes.add(owner.wrote as u64);
+    if wc.is_ok() {
+        if owner.wrote != 0 {
+            queue.stats().write_bytes.add(owner.wrote as u64);
+            // (the WRITEs went before the SEND, on the same QP: they are done)
+            owner.trace(&*queue, ReqStep::Written, |state| state.req.status());
+        }
+        owner.trace(&*queue, ReqStep::Sent, |state| state.req.status());
+        if owner.stamps.recv.is_set() {
+            queue
+                .latency()
+                .record(owner.class, &owner.stamps, Stamp::now());
+        }
     }
     if let Some(io) = queue.io() {
         io.release(queue, owner, TransferEnd::Completed(wc));
@@ -199,6 +222,9 @@ pub(crate) fn queue_response(
     let Some(io) = queue.io() else {
         return;
     };
+    let stamps = &mut owner.stamps;
+    Stamps::stamp(stamps.recv, &mut stamps.done);
+    owner.trace(&*queue, ReqStep::Complete, |state| state.req.status());
     let invalidate = owner.invalidate;
     let Some(send) = owner.send.as_mut() else {
         // (not expected: every slot's SEND is prepared with the queue)

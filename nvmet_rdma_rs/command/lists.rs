@@ -15,7 +15,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{handle_command, Connection, Io, RspOwner};
+use super::{handle_command, Arrival, Connection, Io, RspOwner};
 use crate::rdma::cqe::Received;
 use crate::send_wait::SendWaitList;
 use core::sync::atomic::{
@@ -61,11 +61,11 @@ pub(crate) struct SlotLists {
     /// Response slots waiting for send queue space.
     #[pin]
     pub(super) waiting: SpinLock<SendWaitList>,
-    /// Commands that found every response slot busy, oldest first, as (receive slot,
-    /// bytes received, the receive's token: the command holds its buffers): the next slot
-    /// freed starts one; the release discards what is left.
+    /// Commands that found every response slot busy, oldest first, with their receive's
+    /// token (the command holds its buffers): the next slot freed starts one; the release
+    /// discards what is left.
     #[pin]
-    parked: SpinLock<KVec<(u32, u32, Received)>>,
+    parked: SpinLock<KVec<(Arrival, Received)>>,
     /// Entries in `parked`, for a lock-free check when a slot frees: raised (sequentially
     /// consistent) before a parking command scans the slots again, loaded (sequentially
     /// consistent) after a release freed its slot with [`RspOwner::free_seqcst`], so that
@@ -157,14 +157,12 @@ impl SlotLists {
         &self,
         queue: ArcBorrow<'_, impl Connection>,
         io: &'a Io,
-        cmd: u32,
-        len: u32,
+        arrival: Arrival,
         received: Received,
     ) -> Parked<'a> {
         let mut parked = self.parked.lock();
         // The capacity covers every receive the host may have outstanding.
-        if let Err(PushError((_, _, received))) = parked.push_within_capacity((cmd, len, received))
-        {
+        if let Err(PushError((_, received))) = parked.push_within_capacity((arrival, received)) {
             drop(parked);
             if !self.depth_exceeded.swap(true, Relaxed) {
                 queue.exceeded_depth();
@@ -180,7 +178,7 @@ impl SlotLists {
         self.parked_n.fetch_add(1, SeqCst);
         if let Some((rsp, owner)) = self.take_free(queue, io) {
             // (the entry pushed above, still the last one: the lock is held since)
-            if let Some((_, _, received)) = parked.pop() {
+            if let Some((_, received)) = parked.pop() {
                 self.parked_n.fetch_sub(1, Relaxed);
                 return Parked::SlotFreed(rsp, owner, received);
             }
@@ -213,8 +211,8 @@ impl SlotLists {
             self.parked_n.fetch_sub(1, Relaxed);
             parked.remove(0).ok()
         };
-        if let Some((cmd, len, received)) = next {
-            handle_command(queue, io, cmd, len, received);
+        if let Some((arrival, received)) = next {
+            handle_command(queue, io, arrival, received);
         }
     }
 
@@ -230,10 +228,10 @@ impl SlotLists {
                 }
                 next
             };
-            let Some((cmd, _, received)) = next else {
+            let Some((arrival, received)) = next else {
                 return;
             };
-            io.give_back_shared(cmd, received);
+            io.give_back_shared(arrival.cmd, received);
         }
     }
 }

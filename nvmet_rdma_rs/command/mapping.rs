@@ -58,7 +58,9 @@ impl Io {
             )
             .map_err(|_| bad_offset)?;
         state.in_capsule = true;
-        queue.stats().in_capsule.add(1);
+        let stats = queue.stats();
+        stats.in_capsule.add(1);
+        stats.in_capsule_bytes.add(len as u64);
         Ok(())
     }
 

@@ -43,6 +43,8 @@ pub(crate) struct QueueStats {
     pub(crate) write_bytes: Counter,
     /// Commands whose data came in the capsule.
     pub(crate) in_capsule: Counter,
+    /// Bytes of data that came in capsules.
+    pub(crate) in_capsule_bytes: Counter,
     /// Commands whose data moved by RDMA READ or WRITE (a keyed SGL).
     pub(crate) keyed: Counter,
     /// Times a command waited for send queue space.

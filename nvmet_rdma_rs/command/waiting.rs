@@ -90,7 +90,7 @@ impl Io {
                 self.waiters.fetch_sub(1, Relaxed);
                 continue;
             };
-            let (needed, owner) = match self.execute(owner) {
+            let (needed, owner) = match self.execute(&*queue, owner) {
                 Ok(()) => {
                     self.waiters.fetch_sub(1, Relaxed);
                     continue;

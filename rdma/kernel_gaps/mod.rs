@@ -8,6 +8,7 @@
 //! | file | what it offers | replaced by, upstream |
 //! |---|---|---|
 //! | `param.rs` | string, bool, bounded-int and global-rkey module parameters | typed parameters in `module!` (7.2 offers integers only) |
+//! | `clock.rs` | `Stamp`: the CPU's cycle counter (`get_cycles`), and its calibration against the monotonic clock | a `get_cycles` binding in `kernel::time` (7.2 offers `ktime_get` only, 50 to 100 instructions a read) |
 //! | `debugfs_check.rs` | whether a debugfs entry was created | none by design (the kernel's `debugfs` hides failures); a module driven only through debugfs keeps it |
 //! | `once.rs` | `PublishOnce<T>`: `SetOnce` on a `core` atomic | `kernel::sync::SetOnce`, once `kernel::sync::atomic` inlines on gcc-built kernels (its loads are out-of-line C helpers today) |
 //! | `workqueue.rs` | an owned queue (`alloc_workqueue`, destroyed on drop); the flush of a delayed work item | an owned queue type and `DelayedWork` flush/disable in `kernel::workqueue` |
@@ -16,6 +17,7 @@
 
 use super::bindings;
 
+pub(crate) mod clock;
 pub(crate) mod debugfs_check;
 pub(crate) mod once;
 pub(crate) mod param;

@@ -6,6 +6,7 @@
 
 NVMET=/sys/kernel/config/nvmet
 NQN=nqn.2026-11.io.rdma-rs:test
+. "$RRS_REPO/tests/lib/observe.sh"
 
 # nvmet_load TRANSPORT_MODULE: the host side, the nvmet core, the given RDMA transport.
 # (The host first: the RDMA core removes clients in reverse order of registration, so a
@@ -316,6 +317,9 @@ nvmet_io_test() {
 	# the target ended would be retried, and the verified I/O would still pass).
 	assert_no_dmesg "nvme nvme[0-9]+: (starting error recovery|Reconnecting in)" \
 		"the host recovered a controller during the I/O suite: the target ended a queue"
+
+	# What the Rust transport shows of itself (once: over rxe).
+	[ "$transport" = nvmet_rdma_rs ] && [ "$provider" = rxe ] && observe_test "$ip"
 
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		# The teardown test's device removal (d) on this body's provider and receive

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Host unit tests of the parsing the transport applies to what arrives from the network
-//! (`wire.rs`) and of its T10-PI signature set-up (`protection.rs`). Both are the
-//! module's own files, compiled here unchanged, and without the standard library (as in
-//! the kernel): only the tests use `std`.
+//! (`wire.rs`), of its T10-PI signature set-up (`protection.rs`) and of its latency
+//! histograms (`histogram.rs`). All three are the module's own files, compiled here
+//! unchanged, and without the standard library (as in the kernel): only the tests use
+//! `std`.
 
 #![no_std]
 
@@ -15,8 +16,15 @@ mod wire;
 #[allow(dead_code)]
 mod protection;
 
+#[path = "../../../../nvmet_rdma_rs/histogram.rs"]
+#[allow(dead_code)]
+mod histogram;
+
 #[cfg(test)]
 mod protection_tests;
+
+#[cfg(test)]
+mod histogram_tests;
 
 #[cfg(test)]
 mod tests {
@@ -187,5 +195,21 @@ mod tests {
         assert!(!is_write(&connect));
         assert!(is_write(&command(0x01, 0, 0, [0; 4], [0; 4])));
         assert!(!is_write(&command(0x02, 0, 0, [0; 4], [0; 4])));
+    }
+
+    #[test]
+    fn commands_are_classed_by_their_opcode_for_the_histograms() {
+        let mut connect = [0u8; 64];
+        connect[0] = 0x7f;
+        connect[4] = 0x01;
+        assert_eq!(class(&connect), Class::Other);
+        assert_eq!(class(&command(0x01, 0, 0, [0; 4], [0; 4])), Class::Write);
+        assert_eq!(class(&command(0x02, 0, 0, [0; 4], [0; 4])), Class::Read);
+        // Identify (admin, controller to host), Flush (no data), Write Zeroes (no data),
+        // Dataset Management (host to controller).
+        assert_eq!(class(&command(0x06, 0, 0, [0; 4], [0; 4])), Class::Read);
+        assert_eq!(class(&command(0x00, 0, 0, [0; 4], [0; 4])), Class::Other);
+        assert_eq!(class(&command(0x08, 0, 0, [0; 4], [0; 4])), Class::Other);
+        assert_eq!(class(&command(0x09, 0, 0, [0; 4], [0; 4])), Class::Write);
     }
 }

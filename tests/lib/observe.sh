@@ -1,0 +1,105 @@
+# What nvmet_rdma_rs shows of itself (debugfs `latency`, `stats.json`, the live view
+# tools/nvmet-rdma-top), checked against fio; run by nvmet_io_test in its rxe body.
+# usage (after scripts/guest/lib.sh and tests/lib/nvmet.sh, with the target of
+# nvmet_io_test set up: $NQN on port 1 at ADDRESS:4420, namespace 1 a null_blk):
+#   observe_test ADDRESS
+# shellcheck shell=bash
+
+OBSERVE_DIR=/sys/kernel/debug/nvmet_rdma_rs
+OBSERVE_CHECK="$RRS_REPO/tests/lib/observe_check.py"
+
+# observe_fio NAME DEVICE [fio options...]: a fio job, its JSON result in /tmp/fio-NAME.json.
+observe_fio() {
+	local name=$1 dev=$2
+	shift 2
+	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 --allow_file_create=0 \
+		--output-format=json --output="/tmp/fio-$name.json" "$@" ||
+		{ cat "/tmp/fio-$name.json"; fail "fio $name failed"; }
+}
+
+# observe_snapshot NAME: copies stats.json to /tmp/stats-NAME.json.
+observe_snapshot() {
+	cp "$OBSERVE_DIR/stats.json" "/tmp/stats-$1.json"
+}
+
+# delay_nullb_add NAME NSEC / delay_nullb_remove NAME: a 64 MiB memory-backed null_blk,
+# /dev/NAME, whose commands complete NSEC after they came.
+delay_nullb_add() {
+	local dir=/sys/kernel/config/nullb/$1
+	mkdir "$dir"
+	echo 2 >"$dir/irqmode"
+	echo "$2" >"$dir/completion_nsec"
+	echo 1 >"$dir/memory_backed"
+	echo 64 >"$dir/size"
+	echo 1 >"$dir/power"
+	wait_until 10 test -b "/dev/$1"
+}
+delay_nullb_remove() {
+	echo 0 >"/sys/kernel/config/nullb/$1/power"
+	rmdir "/sys/kernel/config/nullb/$1"
+}
+
+observe_test() {
+	local ip=$1 dev ctrl slow
+	step "statistics and latency histograms agree with fio; a slow namespace's time is in the core phase; the live view"
+	dev=$(host_connect "$ip" 4420 --nr-io-queues=1)
+	ctrl=$(host_ctrl "$NQN")
+
+	# A bad write is refused, with one line.
+	if echo bogus >"$OBSERVE_DIR/latency" 2>/dev/null; then fail "debugfs latency took 'bogus'"; fi
+	assert_dmesg "nvmet_rdma_rs: latency: write \`reset\`, \`on\` or \`off\`"
+
+	echo reset >"$OBSERVE_DIR/latency"
+	observe_snapshot before
+	# 4 KiB reads (keyed: RDMA WRITE), 64 KiB writes (keyed: RDMA READ, over the 16 KiB
+	# in-capsule limit), 4 KiB writes (in-capsule).
+	observe_fio reads "$dev" --rw=randread --bs=4k --iodepth=8 --size=8M --number_ios=400
+	observe_fio keyed "$dev" --rw=randwrite --bs=64k --iodepth=4 --offset=8M --size=8M --number_ios=100
+	observe_fio inline "$dev" --rw=randwrite --bs=4k --iodepth=4 --offset=16M --size=4M --number_ios=200
+	observe_snapshot after
+	python3 "$OBSERVE_CHECK" agree /tmp/stats-{before,after}.json /tmp/fio-{reads,keyed,inline}.json ||
+		fail "the statistics or histograms disagree with fio"
+	cat "$OBSERVE_DIR/latency"
+
+	# A namespace whose backend takes 50 ms (well above what the transport's phases take
+	# under TCG on a busy host): the time lands in the core phase.
+	delay_nullb_add nullb_delay 50000000
+	nvmet_namespace "$NQN" 3 /dev/nullb_delay
+	nvme ns-rescan "/dev/$ctrl"
+	wait_until 20 ns_dev "$ctrl" 3
+	slow=$(ns_dev "$ctrl" 3)
+	wait_until 10 test -b "$slow"
+	echo reset >"$OBSERVE_DIR/latency"
+	observe_snapshot slow-before
+	observe_fio slow "$slow" --rw=randread --bs=4k --iodepth=1 --size=4M --number_ios=20
+	observe_snapshot slow-after
+	python3 "$OBSERVE_CHECK" slow /tmp/stats-slow-{before,after}.json 50000000 ||
+		fail "the slow namespace's delay is not where the histograms put it"
+
+	# Timing off: the counters count, the histograms do not.
+	echo off >"$OBSERVE_DIR/latency"
+	observe_snapshot off-before
+	observe_fio untimed "$dev" --rw=randread --bs=4k --iodepth=4 --size=8M --number_ios=50
+	observe_snapshot off-after
+	echo on >"$OBSERVE_DIR/latency"
+	python3 "$OBSERVE_CHECK" untimed /tmp/stats-off-{before,after}.json /tmp/fio-untimed.json ||
+		fail "timing off still timed, or stopped counting"
+
+	# The live view, beside reads.
+	fio --name=top --filename="$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+		--iodepth=4 --size=8M --time_based --runtime=5 --output=/tmp/fio-top.out &
+	local fio_pid=$!
+	"$RRS_REPO/tools/nvmet-rdma-top" -i 1 -n 3 --json >/tmp/top.json || fail "nvmet-rdma-top failed"
+	"$RRS_REPO/tools/nvmet-rdma-top" -i 1 -n 1 | tee /tmp/top.txt
+	wait "$fio_pid" || { cat /tmp/fio-top.out; fail "fio beside the live view failed"; }
+	python3 "$OBSERVE_CHECK" top /tmp/top.json || fail "the live view is wrong"
+	grep -q "^queue port  qid" /tmp/top.txt || fail "the live view's text has no header"
+	"$RRS_REPO/tools/nvmet-rdma-top" --hist read | tee /tmp/hist.txt
+	grep -q "queue [0-9]* qid 1, read: [0-9]* commands" /tmp/hist.txt || fail "no histogram of the I/O queue's reads"
+
+	host_disconnect
+	echo 0 >"$NVMET/subsystems/$NQN/namespaces/3/enable"
+	rmdir "$NVMET/subsystems/$NQN/namespaces/3"
+	delay_nullb_remove nullb_delay
+	assert_queues_clean
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Checks of nvmet_rdma_rs's statistics and latency histograms (debugfs stats.json)
+against what fio did, for tests/lib/observe.sh. Each subcommand exits non-zero with
+one line per failed check.
+
+  observe_check.py agree BEFORE AFTER READS WRITES_KEYED WRITES_IN_CAPSULE
+      (fio --output-format=json files of a random read job, a keyed write job and an
+      in-capsule write job on one I/O queue, between two readings of stats.json)
+  observe_check.py slow BEFORE AFTER DELAY_NS
+      (reads of a namespace whose backend takes DELAY_NS per command)
+  observe_check.py untimed BEFORE AFTER READS
+      (with timing off: the counters count, the histograms do not)
+  observe_check.py top TOP_JSON
+      (nvmet-rdma-top --json output during reads on the I/O queue)
+"""
+
+import json
+import sys
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok:   " if ok else "FAIL: ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def io_queue(stats):
+    queues = [q for q in stats["queues"] if q["qid"] != 0 and q["state"] == "live"]
+    if len(queues) != 1:
+        sys.exit("expected one live I/O queue, found %d" % len(queues))
+    return queues[0]
+
+
+def same_queue(stats, number):
+    for q in stats["queues"]:
+        if q["queue"] == number:
+            return q
+    sys.exit("queue %d is gone" % number)
+
+
+def fio_job(path):
+    return load(path)["jobs"][0]
+
+
+def hist(q, cls, phase):
+    return q["latency"][cls][phase]
+
+
+def count_delta(after, before, cls, phase):
+    return hist(after, cls, phase)["count"] - hist(before, cls, phase)["count"]
+
+
+def stat_delta(after, before, key):
+    return after[key] - before[key]
+
+
+def agree(before_path, after_path, reads_path, keyed_path, inline_path):
+    after_all = load(after_path)
+    after = io_queue(after_all)
+    before = same_queue(load(before_path), after["queue"])
+    reads, keyed, inline = fio_job(reads_path), fio_job(keyed_path), fio_job(inline_path)
+    n_reads = reads["read"]["total_ios"]
+    n_keyed, n_inline = keyed["write"]["total_ios"], inline["write"]["total_ios"]
+    print("fio: %d reads, %d keyed writes, %d in-capsule writes" % (n_reads, n_keyed, n_inline))
+    check(n_reads > 0 and n_keyed > 0 and n_inline > 0, "fio completed I/O in each job")
+    # Histogram counts are the commands fio completed, class by class.
+    check(count_delta(after, before, "read", "total") == n_reads,
+          "read histogram counts %d = fio's reads %d"
+          % (count_delta(after, before, "read", "total"), n_reads))
+    check(count_delta(after, before, "write", "total") == n_keyed + n_inline,
+          "write histogram counts %d = fio's writes %d"
+          % (count_delta(after, before, "write", "total"), n_keyed + n_inline))
+    for cls in ("read", "write"):
+        total = count_delta(after, before, cls, "total")
+        for phase in ("wait", "core", "out"):
+            check(count_delta(after, before, cls, phase) == total,
+                  "%s %s phase counted every command (%d)" % (cls, phase, total))
+    check(count_delta(after, before, "write", "rdma_read") == n_keyed,
+          "the RDMA READ phase counted the keyed writes only (%d = %d)"
+          % (count_delta(after, before, "write", "rdma_read"), n_keyed))
+    check(count_delta(after, before, "read", "rdma_read") == 0, "no read has an RDMA READ phase")
+    # Every command of the queue is in a histogram.
+    commands = stat_delta(after, before, "commands")
+    classed = sum(count_delta(after, before, c, "total") for c in ("read", "write", "other"))
+    check(commands == classed, "commands %d = histogram counts %d" % (commands, classed))
+    # Bytes each way.
+    check(stat_delta(after, before, "write_bytes") == reads["read"]["io_bytes"],
+          "bytes RDMA WRITTEN %d = fio's bytes read %d"
+          % (stat_delta(after, before, "write_bytes"), reads["read"]["io_bytes"]))
+    check(stat_delta(after, before, "read_bytes") == keyed["write"]["io_bytes"],
+          "bytes RDMA READ %d = fio's keyed bytes written %d"
+          % (stat_delta(after, before, "read_bytes"), keyed["write"]["io_bytes"]))
+    check(stat_delta(after, before, "in_capsule_bytes") == inline["write"]["io_bytes"],
+          "in-capsule bytes %d = fio's in-capsule bytes written %d"
+          % (stat_delta(after, before, "in_capsule_bytes"), inline["write"]["io_bytes"]))
+    check(stat_delta(after, before, "in_capsule") == n_inline, "in-capsule commands = fio's")
+    check(stat_delta(after, before, "keyed") == n_reads + n_keyed, "keyed commands = fio's")
+    # The phases add up to the total (their stamps chain).
+    for cls in ("read", "write"):
+        total = hist(after, cls, "total")["sum_ns"] - hist(before, cls, "total")["sum_ns"]
+        parts = sum(hist(after, cls, p)["sum_ns"] - hist(before, cls, p)["sum_ns"]
+                    for p in ("wait", "rdma_read", "core", "out"))
+        check(total > 0 and abs(parts - total) <= total / 100 + 1000,
+              "%s phases sum to the total (%d ns of %d ns)" % (cls, parts, total))
+        h = hist(after, cls, "total")
+        check(0 < h["p50_ns"] <= h["p99_ns"] <= h["p999_ns"],
+              "%s percentiles ordered: p50 %d <= p99 %d <= p99.9 %d ns"
+              % (cls, h["p50_ns"], h["p99_ns"], h["p999_ns"]))
+    # A port's figures are its queues' (none was released since the reset).
+    for port in after_all["ports"]:
+        queues = [q for q in after_all["queues"] if q["port"] == port["port"]]
+        for cls in ("read", "write", "other"):
+            mine = hist(port, cls, "total")["count"]
+            theirs = sum(hist(q, cls, "total")["count"] for q in queues)
+            check(mine == theirs, "port %d %s count %d = its queues' %d"
+                  % (port["port"], cls, mine, theirs))
+
+
+def slow(before_path, after_path, delay_ns):
+    after = io_queue(load(after_path))
+    before = same_queue(load(before_path), after["queue"])
+    n = count_delta(after, before, "read", "total")
+    check(n > 0, "reads on the slow namespace were timed (%d)" % n)
+    if n == 0:
+        return
+
+    def mean(phase):
+        return (hist(after, "read", phase)["sum_ns"] - hist(before, "read", phase)["sum_ns"]) / n
+    core, total, wait, out = mean("core"), mean("total"), mean("wait"), mean("out")
+    print("slow namespace: mean total %.0f ns, wait %.0f ns, core %.0f ns, out %.0f ns"
+          % (total, wait, core, out))
+    # (2% for the cycle counter's calibration)
+    check(core >= delay_ns * 0.98, "the core phase holds the backend's delay (%.0f >= %d ns)"
+          % (core, delay_ns))
+    check(core < delay_ns * 20, "the core phase is not far beyond the delay (%.0f ns)" % core)
+    check(wait < delay_ns / 2 and out < delay_ns / 2,
+          "the transport's phases do not hold the delay (wait %.0f, out %.0f < %d ns)"
+          % (wait, out, delay_ns / 2))
+    check(total >= core, "the total holds the core phase")
+    p50 = hist(after, "read", "core")["p50_ns"]
+    check(p50 >= delay_ns / 2, "core p50 %d ns is in or above the delay's bucket" % p50)
+
+
+def untimed(before_path, after_path, reads_path):
+    after = io_queue(load(after_path))
+    before = same_queue(load(before_path), after["queue"])
+    n_reads = fio_job(reads_path)["read"]["total_ios"]
+    check(load(after_path)["timing"] is False, "stats.json says timing is off")
+    check(count_delta(after, before, "read", "total") == 0, "no read was timed with timing off")
+    check(stat_delta(after, before, "commands") >= n_reads,
+          "the counters still counted the %d reads" % n_reads)
+
+
+def top(path):
+    with open(path) as f:
+        intervals = [json.loads(line) for line in f if line.strip()]
+    check(len(intervals) >= 2, "nvmet-rdma-top printed %d intervals" % len(intervals))
+    busy = [q for i in intervals for q in i["queues"] if q["qid"] != 0 and q["r_s"] > 0]
+    check(bool(busy), "an interval shows reads per second on the I/O queue")
+    for q in busy:
+        r = q["read"]
+        check(0 < r["p50_us"] <= r["p99_us"] <= r["p99.9_us"],
+              "interval of queue %d: %.0f reads/s, p50 %.1f <= p99 %.1f <= p99.9 %.1f µs"
+              % (q["queue"], q["r_s"], r["p50_us"], r["p99_us"], r["p99.9_us"]))
+        check(q["r_mb_s"] > 0, "interval of queue %d: %.2f MB/s to the host"
+              % (q["queue"], q["r_mb_s"]))
+
+
+def main():
+    commands = {"agree": (agree, 5), "slow": (slow, 3), "untimed": (untimed, 3), "top": (top, 1)}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        sys.exit(__doc__)
+    fn, nargs = commands[sys.argv[1]]
+    args = sys.argv[2:]
+    if len(args) != nargs:
+        sys.exit(__doc__)
+    if fn is slow:
+        args[2] = int(args[2])
+    fn(*args)
+    if failures:
+        sys.exit("%d check(s) failed" % len(failures))
+
+
+if __name__ == "__main__":
+    main()
