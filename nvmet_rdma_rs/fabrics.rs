@@ -12,6 +12,7 @@ use crate::nvmet::{
     transport::{flags, trtype},
     Ctrl, CtrlId, PortConfig, Transport,
 };
+use crate::port::why;
 use crate::queue::Queue;
 use crate::target::{NvmetRdma, Target};
 use crate::wire::queue_size;
@@ -52,7 +53,7 @@ impl Transport for NvmetRdma {
     /// Disconnects the queues of controller `ctrl`.
     fn delete_ctrl(ctrl: CtrlId) {
         if let Some(target) = Target::get() {
-            target.close_queues(|queue| queue.ctrl() == Some(ctrl));
+            target.close_queues(|queue| queue.ctrl() == Some(ctrl), why::CTRL_DELETED);
         }
     }
 

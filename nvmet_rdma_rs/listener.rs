@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use crate::nvmet::{trace, PortConfig};
-use crate::port::{Port, BACKLOG};
+use crate::port::{why, Port, BACKLOG, NO_RESOURCES};
 use crate::queue::Queue;
 use crate::rdma::{CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest};
 use crate::target::Target;
@@ -118,7 +118,8 @@ impl PortListener {
         self.cancel_repair();
         let port = &self.port;
         self.target.remove_port(port);
-        self.target.close_queues(|queue| queue.is_on(port));
+        self.target
+            .close_queues(|queue| queue.is_on(port), why::PORT_REMOVED);
         pr_info!("disabling port {} ({})\n", port.id(), port.address());
     }
 
@@ -165,7 +166,7 @@ impl CmHandler for Listener {
                     request.peer(),
                     reason
                 );
-                port.stats.rejects.fetch_add(1, Relaxed);
+                port.stats.reject(reason);
                 trace::reject_event(port.id(), reason as u8);
                 let _ = request.reject(&reason.encode());
                 return;
@@ -179,7 +180,8 @@ impl CmHandler for Listener {
         );
         crate::test_hooks::hold(HoldPoint::Parsed, &request.peer());
         if let Err(e) = Queue::start(target, port, data, request) {
-            port.stats.rejects.fetch_add(1, Relaxed);
+            // (rejected for want of resources)
+            port.stats.reject(NO_RESOURCES);
             if e == ENODEV {
                 // (a host reconnecting while the device's removal ends its queues)
                 pr_info!(

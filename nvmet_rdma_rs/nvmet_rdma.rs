@@ -68,9 +68,14 @@ module! {
     alias: ["nvmet-transport-1"],
 }
 
-// The shared receive queues' parameters (`srq`, which reads them): here, where `unsafe` is
-// allowed for their registration.
+// The shared receive queues' parameters (`srq`, which reads them) and whether commands are
+// timed (`command::latency`): here, where `unsafe` is allowed for their registration.
 rdma::kernel_gaps::param::bool_param!(use_srq, false, "Use shared receive queue.");
+rdma::kernel_gaps::param::bool_param!(
+    latency_timing,
+    true,
+    "Time commands for the latency histograms (debugfs latency: on or off at run time)."
+);
 rdma::kernel_gaps::param::int_param_at_least!(
     srq_size,
     1024,
@@ -158,6 +163,7 @@ static OPS: nvmet::transport::Ops<NvmetRdma> = nvmet::transport::Ops::new();
 
 impl kernel::Module for NvmetRdmaRs {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        command::latency::set_timing(latency_timing.get());
         let devices = IbClient::<DeviceLog>::register()?;
         let target = Target::install(OPS.handle())?;
         // Until the module is loaded, a failure leaves nothing installed.

@@ -9,7 +9,7 @@ use crate::command::{latency::LatencySnapshot, QueueLatency};
 use crate::nvmet::{EnabledPort, PortConfig};
 use crate::rdma::{Device, SocketAddr};
 use crate::wire::{queue_size, CmReject};
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 
 /// `NVMET_RDMA_DEFAULT_INLINE_DATA_SIZE`: one page.
@@ -20,6 +20,70 @@ const MAX_INLINE_DATA_SIZE: i32 = 16 * 1024;
 /// once before a new controller is refused.
 pub(crate) const BACKLOG: i32 = 128;
 
+/// Why a queue's teardown started, as a port counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Teardown {
+    /// The host disconnected (RDMA CM `DISCONNECTED`, `TIMEWAIT_EXIT`).
+    HostDisconnect = 0,
+    /// The nvmet core deleted the queue's controller (keep-alive timeout, a fatal error,
+    /// the subsystem or host going).
+    ControllerDeleted = 1,
+    /// Its port was removed or disabled.
+    PortRemoved = 2,
+    /// Its RDMA device went away.
+    DeviceRemoved = 3,
+    /// The module is unloading.
+    Unload = 4,
+    /// A transport error (failed completion or post, malformed capsule, a host over its
+    /// depth), a failed set-up, or a connection that never came up.
+    Error = 5,
+}
+
+/// Kinds of [`Teardown`].
+pub(crate) const TEARDOWNS: usize = 6;
+
+/// Names of the kinds of [`Teardown`], by index (`stats.json`).
+pub(crate) const TEARDOWN_NAMES: [&str; TEARDOWNS] = [
+    "host_disconnect",
+    "controller_deleted",
+    "port_removed",
+    "device_removed",
+    "unload",
+    "error",
+];
+
+/// The reasons the target closes queues itself, which say what ended them.
+pub(crate) mod why {
+    use kernel::prelude::*;
+    /// `delete_ctrl`.
+    pub(crate) const CTRL_DELETED: &CStr = c"controller deleted";
+    /// The port is removed.
+    pub(crate) const PORT_REMOVED: &CStr = c"port removed";
+    /// The device is going away.
+    pub(crate) const DEVICE_GOING: &CStr = c"device going away";
+    /// The module unloads.
+    pub(crate) const UNLOAD: &CStr = c"module unloading";
+}
+
+impl Teardown {
+    /// The kind of a teardown closed with `why`: the target's own reasons above, or the
+    /// name of the RDMA CM event that closed it (`rdma_event_msg`).
+    pub(crate) fn of(why: &CStr) -> Self {
+        match why.to_bytes() {
+            b"disconnected" | b"timewait exit" => Self::HostDisconnect,
+            b"device removal" => Self::DeviceRemoved,
+            w if w == why::CTRL_DELETED.to_bytes() => Self::ControllerDeleted,
+            w if w == why::PORT_REMOVED.to_bytes() => Self::PortRemoved,
+            w if w == why::DEVICE_GOING.to_bytes() => Self::DeviceRemoved,
+            w if w == why::UNLOAD.to_bytes() => Self::Unload,
+            _ => Self::Error,
+        }
+    }
+}
+
+/// NVMe/RDMA CM reject statuses a port counts ([`CmReject`] as an index).
+pub(crate) const REJECT_REASONS: usize = 7;
+
 /// Counters of a port, summed over its queues as they go.
 #[derive(Default)]
 pub(crate) struct PortStats {
@@ -27,6 +91,20 @@ pub(crate) struct PortStats {
     pub(crate) connects: AtomicU64,
     /// Connection requests refused (bad private data, no resources).
     pub(crate) rejects: AtomicU64,
+    /// ... by the NVMe/RDMA CM status sent.
+    pub(crate) rejects_by_reason: [AtomicU64; REJECT_REASONS],
+    /// Queues whose teardown started, by [`Teardown`].
+    pub(crate) torn_down: [AtomicU64; TEARDOWNS],
+}
+
+impl PortStats {
+    /// Counts a connect request rejected with `reason`.
+    pub(crate) fn reject(&self, reason: CmReject) {
+        self.rejects.fetch_add(1, Relaxed);
+        if let Some(count) = self.rejects_by_reason.get(reason as usize) {
+            count.fetch_add(1, Relaxed);
+        }
+    }
 }
 
 /// The latency histograms of a port's released queues, and the port's reset baseline.

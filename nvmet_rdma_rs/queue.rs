@@ -19,7 +19,7 @@ use crate::nvmet::{
     trace::{self, QueueStep},
     CtrlId, OpsRef, SqCq,
 };
-use crate::port::{Port, NO_RESOURCES};
+use crate::port::{Port, Teardown, NO_RESOURCES};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle, Stage},
     rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext, Pd,
@@ -432,13 +432,15 @@ impl Accepted for Queue {
             self.peer,
             error
         );
-        self.port.stats.rejects.fetch_add(1, Relaxed);
+        self.port.stats.reject(NO_RESOURCES);
         trace::reject_event(self.port.id(), NO_RESOURCES as u8);
         let _ = id.reject(&NO_RESOURCES.encode());
     }
 
     fn closing(&self, why: &CStr) {
         self.trace(QueueStep::Close, self.stats.commands.load(Relaxed), why);
+        let torn_down = &self.port.stats.torn_down;
+        torn_down[Teardown::of(why) as usize].fetch_add(1, Relaxed);
         pr_debug!(
             "queue {} closing ({})\n",
             self.number,

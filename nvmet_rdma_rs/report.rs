@@ -14,7 +14,7 @@
 
 use crate::command::latency::{self, LatencySnapshot, CLASS_NAMES, PHASE_NAMES};
 use crate::histogram::{to_ns, upper_bound, Snapshot, BUCKETS};
-use crate::port::Port;
+use crate::port::{Port, REJECT_REASONS, TEARDOWN_NAMES};
 use crate::target::{ListedQueue, QueueReport, Target};
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{fmt, prelude::*, sync::Arc, uaccess::UserSliceReader};
@@ -40,6 +40,17 @@ fn port_latency(port: &Port, queues: &[Arc<dyn ListedQueue>], into: &mut Latency
     }
     port.latency_totals(into);
 }
+
+/// The NVMe/RDMA CM reject statuses by number (`stats.json`; 0 and 3 are not sent).
+const REJECT_NAMES: [&str; REJECT_REASONS] = [
+    "none",
+    "invalid_length",
+    "invalid_recfmt",
+    "invalid_qid",
+    "invalid_hsqsize",
+    "invalid_hrqsize",
+    "no_resources",
+];
 
 /// Nanoseconds as microseconds with one decimal, right-aligned in 10 columns.
 struct Micros(u64);
@@ -284,15 +295,31 @@ pub(crate) fn show_json(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt
         }
         write!(f, "],\"ports\":[")?;
         for (i, port) in ports.iter().flatten().enumerate() {
+            let stats = &port.stats;
             write!(
                 f,
-                "{}{{\"port\":{},\"address\":\"{}\",\"connects\":{},\"rejects\":{},\"latency\":",
+                "{}{{\"port\":{},\"address\":\"{}\",\"connects\":{},\"rejects\":{},",
                 if i == 0 { "" } else { "," },
                 port.id(),
                 port.address(),
-                port.stats.connects.load(Relaxed),
-                port.stats.rejects.load(Relaxed),
+                stats.connects.load(Relaxed),
+                stats.rejects.load(Relaxed),
             )?;
+            write!(f, "\"rejects_by_reason\":{{")?;
+            for (i, (name, count)) in REJECT_NAMES
+                .iter()
+                .zip(&stats.rejects_by_reason)
+                .enumerate()
+            {
+                let comma = if i == 0 { "" } else { "," };
+                write!(f, "{}\"{}\":{}", comma, name, count.load(Relaxed))?;
+            }
+            write!(f, "}},\"torn_down\":{{")?;
+            for (i, (name, count)) in TEARDOWN_NAMES.iter().zip(&stats.torn_down).enumerate() {
+                let comma = if i == 0 { "" } else { "," };
+                write!(f, "{}\"{}\":{}", comma, name, count.load(Relaxed))?;
+            }
+            write!(f, "}},\"latency\":")?;
             port_latency(port, queues, &mut snapshot);
             json_latency(f, &snapshot, ps)?;
             write!(f, "}}")?;

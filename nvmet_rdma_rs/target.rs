@@ -10,7 +10,7 @@
 
 use crate::command::{latency::LatencySnapshot, QueueLatency, QueueStats};
 use crate::nvmet::{global, CtrlId, OpsRef};
-use crate::port::{Port, BACKLOG};
+use crate::port::{why, Port, BACKLOG};
 use crate::rdma::{Clock, Device, SocketAddr};
 use crate::recv::SharedSlots;
 use crate::srq::SrqSet;
@@ -272,14 +272,12 @@ impl Target {
         Ok(copy)
     }
 
-    /// Disconnects every queue `which` selects (their release follows on the workqueue).
-    /// (Under the list's lock, allocating nothing: `close` only marks the queue and
-    /// queues its release.)
-    pub(crate) fn close_queues(&self, which: impl Fn(&dyn ListedQueue) -> bool) {
+    /// Disconnects every queue `which` selects, saying `why` (their release follows on
+    /// the workqueue). (Under the list's lock, allocating nothing: `close` only marks the
+    /// queue and queues its release.)
+    pub(crate) fn close_queues(&self, which: impl Fn(&dyn ListedQueue) -> bool, why: &CStr) {
         for queue in self.queues.lock().iter().filter(|q| which(&***q)) {
-            queue
-                .as_arc_borrow()
-                .close(c"port or controller going away");
+            queue.as_arc_borrow().close(why);
         }
     }
 
@@ -333,7 +331,7 @@ impl Target {
         }
         let mut ended = 0;
         for queue in queues.iter().filter(|q| q.device_key() == key) {
-            queue.as_arc_borrow().close(c"device going away");
+            queue.as_arc_borrow().close(why::DEVICE_GOING);
             ended += 1;
         }
         // Uninterruptible: with a signal pending (`rdma link delete`, `rmmod`) an
@@ -361,7 +359,7 @@ impl Target {
 
     /// Disconnects every queue and waits until all are released (for unload).
     pub(crate) fn close_all(&self) {
-        self.close_queues(|_| true);
+        self.close_queues(|_| true, why::UNLOAD);
         let mut queues = self.queues.lock();
         while !queues.is_empty() {
             // (no port is enabled: nothing is added)

@@ -245,6 +245,11 @@ def main():
     with open(os.path.join(args.out, "bench.md"), "w") as f:
         f.write(text)
     draw_chart(chart, args.out)
+    latency_md = draw_latency(args.raw, args.out)
+    if latency_md:
+        text += latency_md
+        with open(os.path.join(args.out, "bench.md"), "w") as f:
+            f.write(text)
     print(text)
     print(f"table: {os.path.join(args.out, 'bench.md')}")
     print(f"chart: {os.path.join(args.out, 'bench.png')}")
@@ -253,6 +258,66 @@ def main():
     ratio, half, w, metric = min(throughput_ratios)
     print(f"(lowest: {w} {metric})")
     print(f"min ratio Rust/C: {ratio:.2f} (±{half:.2f})")
+
+
+LATENCY_POINT = "randread-4k-qd32"
+LATENCY_PHASES = ("total", "wait", "core", "out")
+
+
+def draw_latency(raw, out):
+    """latency.png: nvmet_rdma_rs's own latency histograms (debugfs stats.json, port 1,
+    reads) of the first round of LATENCY_POINT, by phase; returns the Markdown that
+    shows it, or None without the file."""
+    path = os.path.join(raw, f"stats-{LATENCY_POINT}-1.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        stats = json.load(f)
+    ports = [p for p in stats["ports"] if p["latency"]["read"]["total"]["count"]]
+    if not ports:
+        return None
+    reads = ports[0]["latency"]["read"]
+    dat = os.path.join(out, "latency.dat")
+    with open(dat, "w") as f:
+        f.write("# phase upper_us fraction\n")
+        for phase in LATENCY_PHASES:
+            hist = reads[phase]
+            total = hist["count"] or 1
+            for _, upper_ns, count in hist["buckets"]:
+                f.write(f"{phase} {upper_ns / 1000:.3f} {count / total:.5f}\n")
+            f.write("\n\n")
+    plots = ", ".join(
+        f"'{dat}' index {i} using 2:3 with linespoints title '{phase}'"
+        for i, phase in enumerate(LATENCY_PHASES))
+    script = f"""
+set terminal pngcairo size 1000,500 font ',10'
+set output '{os.path.join(out, 'latency.png')}'
+set title 'nvmet\\_rdma\\_rs latency histograms, {LATENCY_POINT} reads (debugfs stats.json, log2 buckets)'
+set logscale x 2
+set xlabel 'bucket upper bound (µs)'
+set ylabel 'fraction of commands'
+set grid
+set key top right
+plot {plots}
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    md = [
+        "",
+        f"## nvmet_rdma_rs's own latency, {LATENCY_POINT} (round 1)",
+        "",
+        "From the transport's histograms (debugfs `stats.json`, reset before the point): "
+        "each phase of a read, in µs. ![latency](latency.png)",
+        "",
+        "| phase | commands | mean | p50 | p99 | p99.9 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for phase in LATENCY_PHASES:
+        h = reads[phase]
+        n = h["count"]
+        mean = h["sum_ns"] / n / 1000 if n else 0
+        md.append(f"| {phase} | {n} | {mean:.1f} | {h['p50_ns'] / 1000:.1f} | "
+                  f"{h['p99_ns'] / 1000:.1f} | {h['p999_ns'] / 1000:.1f} |")
+    return "\n".join(md) + "\n"
 
 
 def draw_chart(chart, out):

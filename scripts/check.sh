@@ -97,7 +97,9 @@ bench_out=$CACHE_DIR/runs/latest/bench-smoke
 	grep -Eq '^\| RDMA WRITE bandwidth, 128 KiB \| MB/s \| [0-9.]+ ' "$bench_out/bench.md" &&
 	grep -Eq '^\| own \| 128 \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \|' "$bench_out/bench.md" &&
 	grep -Eq '^\| RDMA WRITE latency, 4 KiB \| median \(µs\) \| .* \| [0-9.]+ ' "$bench_out/bench.md" &&
-	head -c 8 "$bench_out/bench.png" | grep -q PNG
+	head -c 8 "$bench_out/bench.png" | grep -q PNG &&
+	grep -Eq '^\| core \| [1-9][0-9]* \| [0-9.]+ \|' "$bench_out/bench.md" &&
+	head -c 8 "$bench_out/latency.png" | grep -q PNG
 rc=$?
 [ $rc = 0 ] || tail -n 30 "$bench_out.log"
 result host/bench-smoke $rc

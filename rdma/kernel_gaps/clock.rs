@@ -10,6 +10,7 @@
 //! few instructions; the conversion is left to the reader, who calibrates it against
 //! the monotonic clock over the time since the module loaded.
 
+#[cfg(not(target_arch = "x86_64"))]
 use super::bindings;
 use kernel::time::{Instant, Monotonic};
 
@@ -27,9 +28,15 @@ impl Stamp {
     /// Now.
     #[inline]
     pub(crate) fn now() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `rdtsc` reads the time stamp counter, which every x86-64 CPU has and the
+        // kernel may always read (CR4.TSD restricts user mode only). What `get_cycles`
+        // does, without its call (it is an out-of-line helper from Rust).
+        return Self(unsafe { core::arch::x86_64::_rdtsc() });
+        #[cfg(not(target_arch = "x86_64"))]
         // SAFETY: `rdma_rs_get_cycles` wraps `get_cycles`, which reads a counter and may be
         // called in any context.
-        Self(unsafe { bindings::rdma_rs_get_cycles() })
+        return Self(unsafe { bindings::rdma_rs_get_cycles() });
     }
 
     /// Whether this is a moment (not [`Stamp::NONE`]).

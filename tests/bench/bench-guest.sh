@@ -88,6 +88,9 @@ modprobe null_blk nr_devices=1 queue_mode=2 irqmode=0 submit_queues=2 gb=4
 run_point() {
 	local transport=$1 round=$2 dev=$3 name=$4 before after
 	shift 4
+	# (nvmet_rdma_rs: its latency histograms of this point alone, kept for the report's
+	# latency chart)
+	[ "$transport" = nvmet_rdma_rs ] && echo reset >/sys/kernel/debug/nvmet_rdma_rs/latency
 	before=$(busy_ticks)
 	# shellcheck disable=SC2068  # the options are words
 	fio --name="$name" --filename="$dev" --ioengine=libaio --direct=1 --time_based \
@@ -96,6 +99,9 @@ run_point() {
 		{ cat "/tmp/fio-$name.err"; fail "fio $name over $transport failed"; }
 	after=$(busy_ticks)
 	echo "$transport $name $round $((after - before))" >>"$raw/cpu.txt"
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		cp /sys/kernel/debug/nvmet_rdma_rs/stats.json "$raw/stats-$name-$round.json"
+	fi
 	echo "  $transport round $round $name done"
 }
 

@@ -55,6 +55,11 @@ expect 3 '^rdma$' "the controller's transport is not rdma"
 expect_count 4 'write: IOPS=[0-9.]+k?, BW=' 2 "fio printed no write IOPS for both namespaces"
 expect_count 4 '^ +lat \((u|m|n)sec\): min=' 2 "fio printed no latency lines"
 expect_count 4 'err= 0' 2 "fio did not finish both verified runs without error"
+expect 4 '^queue port  qid +r/s +w/s' "the live view printed no header"
+expect 4 '^ +[0-9]+ +1 +[1-9][0-9]* +[1-9][0-9]*\.[0-9] ' "the live view shows no I/O queue reading"
+expect 4 '^  read +total +[1-9][0-9]* ' "debugfs latency shows no reads"
+expect 4 '^  write +rdma_read +[1-9][0-9]* ' "debugfs latency shows no RDMA READ phase of the keyed writes"
+expect 4 'qid [1-9][0-9]*, read: [1-9][0-9]* commands' "no histogram of an I/O queue's reads"
 
 # (which I/O queue carries a job's commands depends on the CPU fio runs on)
 expect 5 '^queue [0-9]+ port 1 qid [1-9][0-9]* .* live .* in_capsule [1-9]' "no I/O queue counted in-capsule commands"

@@ -126,6 +126,15 @@ note "NSID 2 (a file): 64 KiB sequential writes at depth 8, through RDMA READ"
 shell "fio --name=ns2-64k --filename=$ns2 --rw=write --bs=64k --iodepth=8 --size=16M $fio_common --output=/tmp/fio-ns2.txt"
 shell "grep -E 'err=|IOPS=|^ +lat \\(.sec\\): min' /tmp/fio-ns2.txt"
 grep -q "err= 0" /tmp/fio-ns1.txt && grep -q "err= 0" /tmp/fio-ns2.txt || fail "fio reported errors"
+note "the target's live view (tools/nvmet-rdma-top, like iostat -x) while fio reads NSID 1 for 4 s: per queue and port, commands/s, MB/s, latency percentiles (µs) over each second, waits"
+cd "$RRS_REPO"
+shell "fio --name=ns1-read --filename=$ns1 --rw=randread --bs=8k --iodepth=8 --size=8M --time_based --runtime=4 --ioengine=libaio --direct=1 --output=/tmp/fio-read.txt &"
+run tools/nvmet-rdma-top -i 1 -n 3
+wait
+note "latency per queue and port since the module loaded, by class and phase: wait (slot, send queue), rdma_read, core (nvmet and the backend), out (RDMA WRITE and SEND)"
+run cat /sys/kernel/debug/nvmet_rdma_rs/latency
+note "the reads' latency histogram (log2 buckets)"
+run tools/nvmet-rdma-top --hist read
 
 demo_step 5 "what the transport shows: per-queue counters in debugfs, its QPs in rdma res"
 note "one line per queue: commands, in-capsule and keyed (RDMA) data, bytes moved, send-queue waits, errors"

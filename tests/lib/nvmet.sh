@@ -990,9 +990,20 @@ nvmet_hostile_test() {
 		nvmet_link 1 "$NQN"
 
 		step "the hostile host (${args:-own receive queues}): ${*:-every case}"
+		# (the rejects' tracepoint, once: its reasons are the statuses the host checks)
+		local traced=0
+		[ "$transport" = nvmet_rdma_rs ] && [ -z "$args" ] && [ -z "$*" ] && traced=1
+		[ $traced = 0 ] || trace_start reject
 		rc=0
 		/tmp/nvmf-hostile -a "$RRS_IP4_A" -n "$NQN" -S 2 "$@" || rc=$?
 		[ "$rc" = 0 ] || fail "the hostile host reports failed cases (status $rc)"
+		if [ $traced = 1 ]; then
+			trace_stop /tmp/trace-reject.txt
+			cp /sys/kernel/debug/nvmet_rdma_rs/stats.json /tmp/stats-hostile.json
+			python3 "$OBSERVE_CHECK" rejects /tmp/trace-reject.txt /tmp/stats-hostile.json \
+				INVALID_HSQSIZE INVALID_HRQSIZE ||
+				fail "the reject tracepoint does not give the reasons"
+		fi
 		if [ "$transport" = nvmet_rdma_rs ] && { [ -z "$*" ] || [[ " $* " == *" storm "* ]]; }; then
 			assert_dmesg "nvmet_rdma_rs: refusing a new controller's admin queue from .*: (129|1[3-9][0-9]) queues are still being torn down" \
 				"the storm case did not meet the reconnect-storm guard"

@@ -1,5 +1,6 @@
 # What nvmet_rdma_rs shows of itself (debugfs `latency`, `stats.json`, the live view
-# tools/nvmet-rdma-top), checked against fio; run by nvmet_io_test in its rxe body.
+# tools/nvmet-rdma-top, its tracepoints), checked against fio; run by nvmet_io_test in
+# its rxe body (nvmet_hostile_test checks the reject tracepoint).
 # usage (after scripts/guest/lib.sh and tests/lib/nvmet.sh, with the target of
 # nvmet_io_test set up: $NQN on port 1 at ADDRESS:4420, namespace 1 a null_blk):
 #   observe_test ADDRESS
@@ -37,6 +38,35 @@ delay_nullb_add() {
 delay_nullb_remove() {
 	echo 0 >"/sys/kernel/config/nullb/$1/power"
 	rmdir "/sys/kernel/config/nullb/$1"
+}
+
+# trace_start EVENT [FILTER] ...: clears the trace buffer and enables the
+# nvmet_rdma_rs events named (nvmet_rdma_rs_EVENT), each with FILTER if given
+# (FILTER applies to every event named); trace_stop FILE: stops, saves the trace to
+# FILE and disables the events.
+TRACEFS=/sys/kernel/tracing
+trace_start() {
+	local filter="" e
+	[ -e "$TRACEFS/trace" ] || mount -t tracefs nodev "$TRACEFS"
+	[ -d "$TRACEFS/events/nvmet_rdma_rs" ] || fail "no nvmet_rdma_rs events in tracefs"
+	if [ "${1:-}" = --filter ]; then
+		filter=$2
+		shift 2
+	fi
+	echo 0 >"$TRACEFS/tracing_on"
+	echo >"$TRACEFS/trace"
+	for e in "$@"; do
+		[ -n "$filter" ] && echo "$filter" >"$TRACEFS/events/nvmet_rdma_rs/nvmet_rdma_rs_$e/filter"
+		echo 1 >"$TRACEFS/events/nvmet_rdma_rs/nvmet_rdma_rs_$e/enable"
+	done
+	echo 1 >"$TRACEFS/tracing_on"
+}
+trace_stop() {
+	echo 0 >"$TRACEFS/tracing_on"
+	cat "$TRACEFS/trace" >"$1"
+	echo 0 >"$TRACEFS/events/nvmet_rdma_rs/enable"
+	local f
+	for f in "$TRACEFS"/events/nvmet_rdma_rs/*/filter; do echo 0 >"$f"; done
 }
 
 observe_test() {
@@ -96,6 +126,15 @@ observe_test() {
 	grep -q "^queue port  qid" /tmp/top.txt || fail "the live view's text has no header"
 	"$RRS_REPO/tools/nvmet-rdma-top" --hist read | tee /tmp/hist.txt
 	grep -q "queue [0-9]* qid 1, read: [0-9]* commands" /tmp/hist.txt || fail "no histogram of the I/O queue's reads"
+
+	# Tracepoints: one 4 KiB read and one 64 KiB write on the I/O queue, each traced
+	# step by step.
+	trace_start --filter "qid == 1" req_recv req_read req_submit req_complete req_written req_sent req_free
+	dd if="$dev" of=/dev/null bs=4k count=1 skip=100 iflag=direct 2>/dev/null || fail "dd read failed"
+	dd if=/dev/zero of="$dev" bs=64k count=1 seek=300 oflag=direct 2>/dev/null || fail "dd write failed"
+	trace_stop /tmp/trace-req.txt
+	grep nvmet_rdma_rs_req /tmp/trace-req.txt | head -20
+	python3 "$OBSERVE_CHECK" trace /tmp/trace-req.txt || fail "the request tracepoints are wrong"
 
 	host_disconnect
 	echo 0 >"$NVMET/subsystems/$NQN/namespaces/3/enable"

@@ -13,9 +13,15 @@ one line per failed check.
       (with timing off: the counters count, the histograms do not)
   observe_check.py top TOP_JSON
       (nvmet-rdma-top --json output during reads on the I/O queue)
+  observe_check.py trace TRACE
+      (tracefs output of the request events around one read and one keyed write)
+  observe_check.py rejects TRACE STATS REASON...
+      (tracefs output of nvmet_rdma_rs_reject: each REASON appears, as often as
+      stats.json STATS counts it)
 """
 
 import json
+import re
 import sys
 
 failures = []
@@ -114,6 +120,12 @@ def agree(before_path, after_path, reads_path, keyed_path, inline_path):
         check(0 < h["p50_ns"] <= h["p99_ns"] <= h["p999_ns"],
               "%s percentiles ordered: p50 %d <= p99 %d <= p99.9 %d ns"
               % (cls, h["p50_ns"], h["p99_ns"], h["p999_ns"]))
+    # Earlier steps disconnected hosts: counted by cause.
+    torn = sum(p["torn_down"]["host_disconnect"] + p["torn_down"]["controller_deleted"]
+               for p in after_all["ports"])
+    check(torn > 0, "teardowns by hosts leaving are counted (%d)" % torn)
+    check(all(p["torn_down"]["error"] == 0 for p in after_all["ports"]),
+          "no teardown for an error")
     # A port's figures are its queues' (none was released since the reset).
     for port in after_all["ports"]:
         queues = [q for q in after_all["queues"] if q["port"] == port["port"]]
@@ -174,8 +186,64 @@ def top(path):
               % (q["queue"], q["r_mb_s"]))
 
 
+TRACE_LINE = re.compile(r"nvmet_rdma_rs_req_(\w+): queue=(\d+) qid=(\d+) cid=(\d+) slot=(\d+) "
+                        r"opcode=0x([0-9a-f]+) status=0x([0-9a-f]+)")
+
+# A command's steps, in order, by opcode: a read's data goes out by RDMA WRITE before
+# its response; a keyed write's comes in by RDMA READ before the core executes it.
+STEPS = {
+    0x02: ["recv", "submit", "complete", "written", "sent", "free"],
+    0x01: ["recv", "read", "submit", "complete", "sent", "free"],
+}
+
+
+def trace(path):
+    commands = {}  # (queue, cid) -> [steps], for the command in flight
+    done = []
+    with open(path) as f:
+        for line in f:
+            m = TRACE_LINE.search(line)
+            if not m:
+                continue
+            step, queue, _, cid, _, opcode, status = m.groups()
+            key = (int(queue), int(cid))
+            if step == "recv":
+                commands[key] = (int(opcode, 16), [])
+            if key not in commands:
+                continue
+            commands[key][1].append(step)
+            if step == "free":
+                done.append(commands.pop(key))
+                check(int(status, 16) == 0, "command %s freed with status 0" % (key,))
+    for opcode, name in ((0x02, "read"), (0x01, "write")):
+        seen = [steps for op, steps in done if op == opcode]
+        check(len(seen) >= 1, "a whole %s was traced (%d)" % (name, len(seen)))
+        for steps in seen:
+            check(steps == STEPS[opcode], "the %s's steps: %s" % (name, " ".join(steps)))
+
+
+def rejects(path, stats_path, *reasons):
+    with open(path) as f:
+        text = f.read()
+    ports = load(stats_path)["ports"]
+    for reason in reasons:
+        n = text.count("reason=" + reason)
+        counted = sum(p["rejects_by_reason"][reason.lower()] for p in ports)
+        check(n > 0, "nvmet_rdma_rs_reject traced reason=%s (%d times)" % (reason, n))
+        check(counted == n, "stats.json counts %d rejects with %s, as traced" % (counted, reason))
+    total = sum(p["rejects"] for p in ports)
+    by_reason = sum(sum(p["rejects_by_reason"].values()) for p in ports)
+    check(total == by_reason, "rejects %d = their sum by reason %d" % (total, by_reason))
+
+
 def main():
-    commands = {"agree": (agree, 5), "slow": (slow, 3), "untimed": (untimed, 3), "top": (top, 1)}
+    commands = {"agree": (agree, 5), "slow": (slow, 3), "untimed": (untimed, 3), "top": (top, 1),
+                "trace": (trace, 1)}
+    if len(sys.argv) > 2 and sys.argv[1] == "rejects":
+        rejects(*sys.argv[2:])
+        if failures:
+            sys.exit("%d check(s) failed" % len(failures))
+        return
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     fn, nargs = commands[sys.argv[1]]
