@@ -544,8 +544,11 @@ impl Io {
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
             // (the context was initialised by `map_keyed`; a READ the provider queued
             // although the post failed completes, flushed, through `read_done`)
-            if let Err((_, Some(owner))) = owner.post(&self.qp, |state| state.rw.as_mut().prepare())
+            if let Err((_, Some(mut owner))) =
+                owner.post(&self.qp, |state| state.rw.as_mut().prepare())
             {
+                // (no RDMA READ phase: the core's completion follows at once)
+                owner.stamps.submit = owner.stamps.ready;
                 Request::complete(owner, status::DATA_XFER_ERROR);
             }
         } else {

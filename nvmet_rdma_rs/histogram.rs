@@ -154,7 +154,11 @@ impl Snapshot {
     }
 }
 
-/// Cycles to nanoseconds, at `ps_per_cycle` picoseconds per cycle.
-pub(crate) fn to_ns(cycles: u64, ps_per_cycle: u64) -> u64 {
-    cycles.saturating_mul(ps_per_cycle) / 1000
+/// Cycles to nanoseconds, at `ps_per_kcycle` picoseconds per thousand cycles (without
+/// overflow for any `u64` of cycles at any rate up to 1 ns per cycle).
+pub(crate) fn to_ns(cycles: u64, ps_per_kcycle: u64) -> u64 {
+    const MEGA: u64 = 1_000_000;
+    (cycles / MEGA)
+        .saturating_mul(ps_per_kcycle)
+        .saturating_add((cycles % MEGA) * ps_per_kcycle / MEGA)
 }

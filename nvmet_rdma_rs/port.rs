@@ -34,13 +34,15 @@ pub(crate) enum Teardown {
     DeviceRemoved = 3,
     /// The module is unloading.
     Unload = 4,
-    /// A transport error (failed completion or post, malformed capsule, a host over its
-    /// depth), a failed set-up, or a connection that never came up.
+    /// A transport error on the queue (failed completion or post, malformed capsule, a
+    /// host over its depth), or a connection that failed after its accept.
     Error = 5,
+    /// The queue could not be set up (its connect request was rejected).
+    SetupFailed = 6,
 }
 
 /// Kinds of [`Teardown`].
-pub(crate) const TEARDOWNS: usize = 6;
+pub(crate) const TEARDOWNS: usize = 7;
 
 /// Names of the kinds of [`Teardown`], by index (`stats.json`).
 pub(crate) const TEARDOWN_NAMES: [&str; TEARDOWNS] = [
@@ -50,6 +52,7 @@ pub(crate) const TEARDOWN_NAMES: [&str; TEARDOWNS] = [
     "device_removed",
     "unload",
     "error",
+    "setup_failed",
 ];
 
 /// The reasons the target closes queues itself, which say what ended them.
@@ -63,6 +66,10 @@ pub(crate) mod why {
     pub(crate) const DEVICE_GOING: &CStr = c"device going away";
     /// The module unloads.
     pub(crate) const UNLOAD: &CStr = c"module unloading";
+    /// The set-up failed (the connect request is rejected): what `rdma::lifecycle` says.
+    pub(crate) const SETUP_FAILED: &CStr = c"setup failure";
+    /// The listener did not hand the request over.
+    pub(crate) const NOT_ADOPTED: &CStr = c"not adopted";
 }
 
 impl Teardown {
@@ -76,6 +83,9 @@ impl Teardown {
             w if w == why::PORT_REMOVED.to_bytes() => Self::PortRemoved,
             w if w == why::DEVICE_GOING.to_bytes() => Self::DeviceRemoved,
             w if w == why::UNLOAD.to_bytes() => Self::Unload,
+            w if w == why::SETUP_FAILED.to_bytes() || w == why::NOT_ADOPTED.to_bytes() => {
+                Self::SetupFailed
+            }
             _ => Self::Error,
         }
     }
@@ -93,7 +103,8 @@ pub(crate) struct PortStats {
     pub(crate) rejects: AtomicU64,
     /// ... by the NVMe/RDMA CM status sent.
     pub(crate) rejects_by_reason: [AtomicU64; REJECT_REASONS],
-    /// Queues whose teardown started, by [`Teardown`].
+    /// Queues whose teardown started, by [`Teardown`] (also counted for the whole
+    /// target, which keeps the counts of ports removed).
     pub(crate) torn_down: [AtomicU64; TEARDOWNS],
 }
 

@@ -19,7 +19,7 @@ use crate::nvmet::{
     trace::{self, QueueStep},
     CtrlId, OpsRef, SqCq,
 };
-use crate::port::{Port, Teardown, NO_RESOURCES};
+use crate::port::{why, Port, Teardown, NO_RESOURCES};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle, Stage},
     rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext, Pd,
@@ -28,7 +28,7 @@ use crate::rdma::{
 use crate::target::{ListedQueue, NvmetRdma, QueueReport, Target};
 use crate::test_hooks::HoldPoint;
 use crate::wire::ConnectData;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use kernel::{
     fmt, new_mutex,
     prelude::*,
@@ -67,6 +67,8 @@ pub(crate) struct Queue {
     #[pin]
     lists: SlotLists,
     stats: QueueStats,
+    /// A transport error ended it (its teardown's cause, whoever closes it).
+    failed: AtomicBool,
     /// The latency histograms of its commands.
     latency: QueueLatency,
     /// The histograms' counts at the last reset (debugfs `latency`), if any: reports
@@ -116,6 +118,7 @@ impl Queue {
                     io: PublishOnce::new(),
                     lists <- SlotLists::new(),
                     stats: QueueStats::default(),
+                    failed: AtomicBool::new(false),
                     latency <- QueueLatency::new(),
                     latency_base <- new_mutex!(None),
                     release_work <- new_work!("Queue::release_work"),
@@ -150,7 +153,7 @@ impl Queue {
         match held {
             Some(held) => Lifecycle::set_up(queue, held),
             // (Never for a new queue; RDMA CM rejects the request.)
-            None => Lifecycle::close(queue.as_arc_borrow(), c"not adopted"),
+            None => Lifecycle::close(queue.as_arc_borrow(), why::NOT_ADOPTED),
         }
         Ok(())
     }
@@ -279,6 +282,7 @@ impl Queue {
     /// the host's Connect installed one, this queue.
     pub(crate) fn fatal_error(self: ArcBorrow<'_, Self>) {
         self.stats.errors.fetch_add(1, Relaxed);
+        self.failed.store(true, Relaxed);
         if self.is_disconnecting() {
             // Going already; its controller may be going too.
             return;
@@ -439,8 +443,14 @@ impl Accepted for Queue {
 
     fn closing(&self, why: &CStr) {
         self.trace(QueueStep::Close, self.stats.commands.load(Relaxed), why);
-        let torn_down = &self.port.stats.torn_down;
-        torn_down[Teardown::of(why) as usize].fetch_add(1, Relaxed);
+        // (a transport error ends the controller, whose deletion closes the queue)
+        let cause = if self.failed.load(Relaxed) {
+            Teardown::Error
+        } else {
+            Teardown::of(why)
+        };
+        self.port.stats.torn_down[cause as usize].fetch_add(1, Relaxed);
+        self.target.count_teardown(cause);
         pr_debug!(
             "queue {} closing ({})\n",
             self.number,

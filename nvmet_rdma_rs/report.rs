@@ -16,7 +16,7 @@ use crate::command::latency::{self, LatencySnapshot, CLASS_NAMES, PHASE_NAMES};
 use crate::histogram::{to_ns, upper_bound, Snapshot, BUCKETS};
 use crate::port::{Port, REJECT_REASONS, TEARDOWN_NAMES};
 use crate::target::{ListedQueue, QueueReport, Target};
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::{fmt, prelude::*, sync::Arc, uaccess::UserSliceReader};
 
 /// The queue's histograms since the last reset, into `into`.
@@ -98,7 +98,7 @@ fn show_table(f: &mut fmt::Formatter<'_>, latency: &LatencySnapshot, ps: u64) ->
 fn show_clock(f: &mut fmt::Formatter<'_>, ps: u64) -> fmt::Result {
     writeln!(
         f,
-        "clock: cycle counter, {} ps per cycle; timing {}",
+        "clock: cycle counter, {} ps per 1000 cycles; timing {}",
         ps,
         if latency::timing() { "on" } else { "off" }
     )
@@ -106,7 +106,7 @@ fn show_clock(f: &mut fmt::Formatter<'_>, ps: u64) -> fmt::Result {
 
 /// debugfs `latency`: the histograms of every queue and port since the last reset.
 pub(crate) fn show_latency(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let ps = target.clock().ps_per_cycle();
+    let ps = target.clock().ps_per_kcycle();
     show_clock(f, ps)?;
     let Ok(mut snapshot) = LatencySnapshot::new_zero() else {
         return writeln!(f, "(out of memory)");
@@ -141,14 +141,21 @@ pub(crate) fn show_latency(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> 
 fn reset(target: &Target) -> Result {
     let ports = target.ports()?;
     target.with_queues(|queues| -> Result {
+        // Every baseline first: if one cannot be allocated, nothing is reset.
+        let n = queues.len() + ports.len();
+        let mut bases = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            bases.push(LatencySnapshot::new_zero()?, GFP_KERNEL)?;
+        }
+        let mut next_base = || bases.pop().ok_or(ENOMEM);
         for queue in queues {
             let report = queue.report();
-            let mut base = LatencySnapshot::new_zero()?;
+            let mut base = next_base()?;
             report.latency.add_to(&mut base);
             *report.latency_base.lock() = Some(base);
         }
         for port in &ports {
-            let mut base = LatencySnapshot::new_zero()?;
+            let mut base = next_base()?;
             for queue in queues {
                 let report = queue.report();
                 if core::ptr::eq(&**report.port, &**port) {
@@ -193,9 +200,10 @@ pub(crate) fn write_latency(target: &Arc<Target>, reader: &mut UserSliceReader) 
 fn json_hist(f: &mut fmt::Formatter<'_>, hist: &Snapshot, ps: u64) -> fmt::Result {
     write!(
         f,
-        "{{\"count\":{},\"sum_ns\":{}",
+        "{{\"count\":{},\"sum_ns\":{},\"sum_cycles\":{}",
         hist.count(),
-        to_ns(hist.sum, ps)
+        to_ns(hist.sum, ps),
+        hist.sum
     )?;
     for (parts, name) in PERCENTILES {
         write!(f, ",\"{}_ns\":{}", name, to_ns(hist.percentile(parts), ps))?;
@@ -231,6 +239,16 @@ fn json_latency(f: &mut fmt::Formatter<'_>, latency: &LatencySnapshot, ps: u64) 
             json_hist(f, hist, ps)?;
         }
         write!(f, "}}")?;
+    }
+    write!(f, "}}")
+}
+
+/// Named counters as a JSON object.
+fn json_counts(f: &mut fmt::Formatter<'_>, names: &[&str], counts: &[AtomicU64]) -> fmt::Result {
+    write!(f, "{{")?;
+    for (i, (name, count)) in names.iter().zip(counts).enumerate() {
+        let comma = if i == 0 { "" } else { "," };
+        write!(f, "{}\"{}\":{}", comma, name, count.load(Relaxed))?;
     }
     write!(f, "}}")
 }
@@ -272,17 +290,19 @@ fn json_queue(f: &mut fmt::Formatter<'_>, q: &QueueReport<'_>) -> fmt::Result {
 /// debugfs `stats.json`: one JSON document with every port's and queue's counters and
 /// histograms (since the last reset; the counters since the queue or port began).
 pub(crate) fn show_json(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let ps = target.clock().ps_per_cycle();
+    let ps = target.clock().ps_per_kcycle();
     let Ok(mut snapshot) = LatencySnapshot::new_zero() else {
         return Err(fmt::Error);
     };
     let ports = target.ports();
     write!(
         f,
-        "{{\"version\":1,\"ps_per_cycle\":{},\"timing\":{},\"queues\":[",
+        "{{\"version\":1,\"ps_per_kcycle\":{},\"timing\":{},\"torn_down\":",
         ps,
         latency::timing()
     )?;
+    json_counts(f, &TEARDOWN_NAMES, target.teardowns())?;
+    write!(f, ",\"queues\":[")?;
     target.with_queues(|queues| {
         for (i, queue) in queues.iter().enumerate() {
             let report = queue.report();
@@ -305,21 +325,11 @@ pub(crate) fn show_json(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt
                 stats.connects.load(Relaxed),
                 stats.rejects.load(Relaxed),
             )?;
-            write!(f, "\"rejects_by_reason\":{{")?;
-            for (i, (name, count)) in REJECT_NAMES
-                .iter()
-                .zip(&stats.rejects_by_reason)
-                .enumerate()
-            {
-                let comma = if i == 0 { "" } else { "," };
-                write!(f, "{}\"{}\":{}", comma, name, count.load(Relaxed))?;
-            }
-            write!(f, "}},\"torn_down\":{{")?;
-            for (i, (name, count)) in TEARDOWN_NAMES.iter().zip(&stats.torn_down).enumerate() {
-                let comma = if i == 0 { "" } else { "," };
-                write!(f, "{}\"{}\":{}", comma, name, count.load(Relaxed))?;
-            }
-            write!(f, "}},\"latency\":")?;
+            write!(f, "\"rejects_by_reason\":")?;
+            json_counts(f, &REJECT_NAMES, &stats.rejects_by_reason)?;
+            write!(f, ",\"torn_down\":")?;
+            json_counts(f, &TEARDOWN_NAMES, &stats.torn_down)?;
+            write!(f, ",\"latency\":")?;
             port_latency(port, queues, &mut snapshot);
             json_latency(f, &snapshot, ps)?;
             write!(f, "}}")?;

@@ -10,11 +10,11 @@
 
 use crate::command::{latency::LatencySnapshot, QueueLatency, QueueStats};
 use crate::nvmet::{global, CtrlId, OpsRef};
-use crate::port::{why, Port, BACKLOG};
+use crate::port::{why, Port, Teardown, BACKLOG, TEARDOWNS};
 use crate::rdma::{Clock, Device, SocketAddr};
 use crate::recv::SharedSlots;
 use crate::srq::SrqSet;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use kernel::{
     fmt, new_condvar, new_mutex,
     prelude::*,
@@ -104,6 +104,9 @@ pub(crate) struct Target {
     next_queue: AtomicU32,
     /// The cycle counter's rate, for the latency reports.
     clock: Clock,
+    /// Queues whose teardown started, by [`Teardown`], over every port (removed ones
+    /// too).
+    torn_down: [AtomicU64; TEARDOWNS],
     /// The transport's ops table, for starting requests (registered until unload).
     ops: OpsRef<NvmetRdma>,
 }
@@ -123,6 +126,7 @@ impl Target {
                 evict_next: AtomicUsize::new(0),
                 next_queue: AtomicU32::new(1),
                 clock: Clock::new(),
+                torn_down: Default::default(),
                 ops,
             }),
             GFP_KERNEL,
@@ -144,6 +148,16 @@ impl Target {
     /// The transport's ops table.
     pub(crate) fn ops(&self) -> OpsRef<NvmetRdma> {
         self.ops
+    }
+
+    /// Counts a queue's teardown, which started for `cause`.
+    pub(crate) fn count_teardown(&self, cause: Teardown) {
+        self.torn_down[cause as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Queues whose teardown started, by [`Teardown`] as an index.
+    pub(crate) fn teardowns(&self) -> &[AtomicU64; TEARDOWNS] {
+        &self.torn_down
     }
 
     /// The cycle counter's rate, measured since the module loaded.

@@ -157,7 +157,6 @@ pub(crate) fn write_done(
     };
     let pi_status = if wc.is_ok() { io.pi_status(&owner) } else { 0 };
     free_rw(&mut owner, TransferEnd::Completed(wc));
-    owner.trace(&*queue, ReqStep::Written, |state| state.req.status());
     if !wc.is_ok() {
         // (the request completed already: only the slot is left to free)
         io.release(queue, owner, TransferEnd::Completed(wc));
@@ -193,7 +192,8 @@ pub(crate) fn send_done(
     if wc.is_ok() {
         if owner.wrote != 0 {
             queue.stats().write_bytes.add(owner.wrote as u64);
-            // (the WRITEs went before the SEND, on the same QP: they are done)
+            // (the WRITEs went before the SEND, on the same QP, or completed before it was
+            // posted, with T10-PI: they are done)
             owner.trace(&*queue, ReqStep::Written, |state| state.req.status());
         }
         owner.trace(&*queue, ReqStep::Sent, |state| state.req.status());

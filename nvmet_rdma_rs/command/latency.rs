@@ -79,7 +79,8 @@ pub(crate) struct Stamps {
     pub(super) recv: Stamp,
     /// It started: its RDMA READ was posted, or the core took it.
     pub(super) ready: Stamp,
-    /// The core took it (after its RDMA READ, for a keyed write; `ready` otherwise).
+    /// The core took it (after its RDMA READ, for a keyed write; `ready` otherwise; also
+    /// `ready` if its RDMA READ could not be posted). Unset: never executed.
     pub(super) submit: Stamp,
     /// The core completed it.
     pub(super) done: Stamp,
@@ -129,9 +130,17 @@ impl QueueLatency {
         }
         let hist = &self.hist[class as usize];
         hist[Phase::Total as usize].record(sent.cycles_since(stamps.recv));
-        if stamps.ready.is_set() {
-            hist[Phase::Wait as usize].record(stamps.ready.cycles_since(stamps.recv));
+        if !stamps.submit.is_set() {
+            // The core completed it without executing it (a bad command, a mapping that
+            // failed): it waited until then.
+            if stamps.done.is_set() {
+                hist[Phase::Wait as usize].record(stamps.done.cycles_since(stamps.recv));
+                hist[Phase::Out as usize].record(sent.cycles_since(stamps.done));
+            }
+            return;
         }
+        // (`submit` is set only after `ready`)
+        hist[Phase::Wait as usize].record(stamps.ready.cycles_since(stamps.recv));
         if stamps.submit != stamps.ready {
             hist[Phase::Read as usize].record(stamps.submit.cycles_since(stamps.ready));
         }

@@ -18,8 +18,27 @@ observe_fio() {
 		{ cat "/tmp/fio-$name.json"; fail "fio $name failed"; }
 }
 
-# observe_snapshot NAME: copies stats.json to /tmp/stats-NAME.json.
+# observe_counts: the histogram counts and queue counters of stats.json (what a command
+# still completing changes; not its durations, whose conversion moves with every read).
+observe_counts() {
+	grep -o '"\(count\|commands\|read_bytes\|write_bytes\|in_capsule_bytes\)":[0-9]*' \
+		"$OBSERVE_DIR/stats.json" | md5sum
+}
+
+# observe_snapshot NAME: copies stats.json to /tmp/stats-NAME.json once its counts have
+# settled: fio has a command's response before the target's SEND of it completes (the
+# host's acknowledgement comes after), and the target records the command then.
 observe_snapshot() {
+	local before after tries=0
+	after=$(observe_counts)
+	while :; do
+		sleep 0.3
+		before=$after
+		after=$(observe_counts)
+		[ "$before" = "$after" ] && break
+		tries=$((tries + 1))
+		[ $tries -lt 30 ] || fail "stats.json never settled"
+	done
 	cp "$OBSERVE_DIR/stats.json" "/tmp/stats-$1.json"
 }
 

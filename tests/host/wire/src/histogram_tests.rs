@@ -109,7 +109,11 @@ fn huge_counts_do_not_overflow_the_interpolation() {
 
 #[test]
 fn cycles_to_nanoseconds() {
-    // 3 GHz: 333 ps per cycle.
-    assert_eq!(to_ns(3000, 333), 999);
-    assert_eq!(to_ns(u64::MAX, 333), u64::MAX / 1000);
+    // 3 GHz: 333,333 ps per thousand cycles.
+    assert_eq!(to_ns(3000, 333_333), 999);
+    assert_eq!(to_ns(3_000_000_000, 333_333), 999_999_000);
+    // The sum of days of latency does not overflow.
+    // (exactly u64::MAX * 333,333 / 10^6, which u128 arithmetic gives)
+    assert_eq!(to_ns(u64::MAX, 333_333), 6_148_908_542_321_825_968);
+    assert_eq!(to_ns(u64::MAX, 1_000_000), u64::MAX);
 }
