@@ -136,7 +136,7 @@ observe_test() {
 
 	# The live view, beside reads.
 	fio --name=top --filename="$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
-		--iodepth=4 --size=8M --time_based --runtime=5 --output=/tmp/fio-top.out &
+		--iodepth=4 --size=8M --time_based --runtime=8 --output=/tmp/fio-top.out &
 	local fio_pid=$!
 	"$RRS_REPO/tools/nvmet-rdma-top" -i 1 -n 3 --json >/tmp/top.json || fail "nvmet-rdma-top failed"
 	"$RRS_REPO/tools/nvmet-rdma-top" -i 1 -n 1 | tee /tmp/top.txt
