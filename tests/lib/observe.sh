@@ -109,6 +109,9 @@ observe_test() {
 	python3 "$OBSERVE_CHECK" agree /tmp/stats-{before,after}.json /tmp/fio-{reads,keyed,inline}.json ||
 		fail "the statistics or histograms disagree with fio"
 	cat "$OBSERVE_DIR/latency"
+	# (the start of stats.json, for the record)
+	head -c 1500 /tmp/stats-after.json
+	echo
 
 	# A namespace whose backend takes 50 ms (well above what the transport's phases take
 	# under TCG on a busy host): the time lands in the core phase.
