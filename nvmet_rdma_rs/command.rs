@@ -35,8 +35,8 @@
 use crate::nvmet::{
     request::{impl_has_request, DataSgls, Request},
     sq::SqEntered,
-    trace::{self, ReqId, ReqStep},
-    HasSqCq, OpsRef, SqCq, Transport,
+    trace::ReqStep,
+    HasSqCq, OpsRef, Transport,
 };
 use crate::rdma::{
     cqe::{impl_has_slot_cqe, QpRecvHandler, QpSlotHandler, Received, SlotCqe},
@@ -58,17 +58,20 @@ use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow},
 };
+mod arrival;
 mod completion;
+mod events;
 pub(crate) mod latency;
 mod lists;
 mod mapping;
 mod stats;
 mod waiting;
 
+pub(crate) use arrival::{handle_command, Arrival};
 pub(crate) use completion::{queue_response, read_done, recv_done, send_done, write_done};
+use events::no_status;
 pub(crate) use latency::QueueLatency;
 use latency::Stamps;
-use lists::Parked;
 pub(crate) use lists::SlotLists;
 use mapping::{free_data, free_rw};
 pub(crate) use stats::QueueStats;
@@ -159,28 +162,6 @@ impl RspState {
     fn send_wrs(&self) -> i32 {
         1 + self.n_rdma as i32
     }
-
-    /// Fires the trace event of the command's `step` on `queue`, with `status` (computed
-    /// only if the event is enabled).
-    #[inline(always)]
-    fn trace(&self, queue: &impl Connection, step: ReqStep, status: impl FnOnce(&Self) -> u16) {
-        trace::req(step, || {
-            let (number, qid) = queue.trace_id();
-            let id = ReqId {
-                queue: number,
-                qid,
-                cid: self.cid,
-                slot: self.slot,
-                opcode: self.opcode,
-            };
-            (id, status(self))
-        });
-    }
-}
-
-/// No status yet (a step before the core completed the command).
-fn no_status(_: &RspState) -> u16 {
-    0
 }
 
 /// The owner of a response slot's state: the step of its command that runs.
@@ -626,50 +607,4 @@ impl Io {
             }
         }
     }
-}
-
-/// A command's arrival: its receive slot, the bytes received and when (if timed).
-#[derive(Clone, Copy)]
-pub(crate) struct Arrival {
-    /// The receive slot.
-    pub(crate) cmd: u32,
-    /// Bytes received.
-    pub(crate) len: u32,
-    /// When its receive completed ([`Stamp::NONE`](crate::rdma::Stamp::NONE) if not timed).
-    pub(crate) at: crate::rdma::Stamp,
-}
-
-/// Starts the command that arrived (`arrival`, whose buffers `received` holds) on
-/// `queue`, or gives its receive slot back if the queue is going.
-pub(crate) fn handle_command(
-    queue: ArcBorrow<'_, impl Connection>,
-    io: &Io,
-    arrival: Arrival,
-    received: Received,
-) {
-    let give_back = |received| io.give_back_shared(arrival.cmd, received);
-    // (checked again for a parked command, whose queue may have closed since)
-    if queue.is_disconnecting() {
-        give_back(received);
-        return;
-    }
-    // The state may change right after its check: hold the sq until the command was
-    // handed over, or the release's `nvmet_sq_destroy` may clear `sq->ctrl` and put the
-    // controller while `nvmet_req_init` parses the command with them.
-    let Some(entered) = SqCq::enter(&queue) else {
-        give_back(received);
-        return;
-    };
-    let (rsp, owner, received) = match queue.lists().take_free(queue, io) {
-        Some((rsp, owner)) => (rsp, owner, received),
-        None => match queue.lists().park_for_slot(queue, io, arrival, received) {
-            Parked::Yes => return,
-            Parked::SlotFreed(rsp, owner, received) => (rsp, owner, received),
-            Parked::Full(received) => {
-                give_back(received);
-                return;
-            }
-        },
-    };
-    io.start(queue, &entered, arrival, rsp, owner, received);
 }
