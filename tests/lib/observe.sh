@@ -18,11 +18,16 @@ observe_fio() {
 		{ cat "/tmp/fio-$name.json"; fail "fio $name failed"; }
 }
 
-# observe_counts: the histogram counts and queue counters of stats.json (what a command
-# still completing changes; not its durations, whose conversion moves with every read).
+# observe_counts: the I/O queues' histogram counts and counters in stats.json (what a
+# command still completing changes; not its durations, whose conversion moves with every
+# read, nor the admin queue's, where keep-alives come and go).
 observe_counts() {
-	grep -o '"\(count\|commands\|read_bytes\|write_bytes\|in_capsule_bytes\)":[0-9]*' \
-		"$OBSERVE_DIR/stats.json" | md5sum
+	python3 -c 'import json, sys
+for q in json.load(sys.stdin)["queues"]:
+    if q["qid"]:
+        print(q["queue"], q["commands"], q["read_bytes"], q["write_bytes"], q["in_capsule_bytes"],
+              [h["count"] for c in q["latency"].values() for h in c.values()])' \
+		<"$OBSERVE_DIR/stats.json"
 }
 
 # observe_snapshot NAME: copies stats.json to /tmp/stats-NAME.json once its counts have
@@ -37,7 +42,7 @@ observe_snapshot() {
 		after=$(observe_counts)
 		[ "$before" = "$after" ] && break
 		tries=$((tries + 1))
-		[ $tries -lt 30 ] || fail "stats.json never settled"
+		[ $tries -lt 60 ] || fail "stats.json never settled: $after"
 	done
 	cp "$OBSERVE_DIR/stats.json" "/tmp/stats-$1.json"
 }
