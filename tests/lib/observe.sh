@@ -98,6 +98,9 @@ observe_test() {
 	step "statistics and latency histograms agree with fio; a slow namespace's time is in the core phase; the live view"
 	dev=$(host_connect "$ip" 4420 --nr-io-queues=1)
 	ctrl=$(host_ctrl "$NQN")
+	# One command per fio I/O: the host's block layer must not merge neighbours (two
+	# random 4 KiB reads side by side would reach the target as one 8 KiB command).
+	echo 2 >"/sys/block/${dev#/dev/}/queue/nomerges"
 
 	# A bad write is refused, with one line.
 	if echo bogus >"$OBSERVE_DIR/latency" 2>/dev/null; then fail "debugfs latency took 'bogus'"; fi
