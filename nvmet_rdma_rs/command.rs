@@ -61,6 +61,7 @@ use kernel::{
 mod arrival;
 mod completion;
 mod events;
+mod in_flight;
 pub(crate) mod latency;
 mod lists;
 mod mapping;
@@ -70,11 +71,12 @@ mod waiting;
 pub(crate) use arrival::{handle_command, Arrival};
 pub(crate) use completion::{queue_response, read_done, recv_done, send_done, write_done};
 use events::no_status;
+pub(crate) use in_flight::InFlight;
 pub(crate) use latency::QueueLatency;
 use latency::Stamps;
 pub(crate) use lists::SlotLists;
 use mapping::{free_data, free_rw};
-pub(crate) use stats::QueueStats;
+pub(crate) use stats::{QueueStats, TransportError, TRANSPORT_ERRORS, TRANSPORT_ERROR_NAMES};
 
 /// What the data path needs from the connection (the queue) it serves.
 ///
@@ -99,8 +101,11 @@ pub(crate) trait Connection: HasSqCq + Sync + Sized + 'static {
     fn is_disconnecting(&self) -> bool;
     /// Starts the queue's teardown (any context).
     fn close(self: ArcBorrow<'_, Self>, why: &CStr);
-    /// A fatal transport error: ends the queue's controller, or the queue (any context).
-    fn fatal_error(self: ArcBorrow<'_, Self>);
+    /// Counts a transport error of kind `kind` for the queue and its port (any context).
+    fn count_error(&self, kind: TransportError);
+    /// A fatal transport error of kind `kind`: counts it and ends the queue's controller,
+    /// or the queue (any context).
+    fn fatal_error(self: ArcBorrow<'_, Self>, kind: TransportError);
     /// The host sent more commands than its queue depth allows (called once): logs it and
     /// ends the queue.
     fn exceeded_depth(self: ArcBorrow<'_, Self>);
@@ -142,6 +147,11 @@ pub(crate) struct RspState {
     /// Bytes the response's RDMA WRITEs carry to the host (0 without them): counted once
     /// its SEND completed.
     wrote: usize,
+    /// Posts of send work requests for the command so far (its READ, its response, a
+    /// SEND after WRITEs with T10-PI), and whether its receive was posted again: counted
+    /// once its SEND completed, as `wrote` is.
+    posts: u8,
+    recv_reposted: bool,
     /// The host's rkey to invalidate with the response.
     invalidate: Option<u32>,
     /// The data buffers the core allocated for a keyed transfer, while `rw` does not map
@@ -251,6 +261,8 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
             data_taken: false,
             n_rdma: 0,
             wrote: 0,
+            posts: 0,
+            recv_reposted: false,
             invalidate: None,
             data: None,
             rw: KBox::pin_init(RwCtx::new(), GFP_KERNEL)?,
@@ -451,6 +463,8 @@ impl Io {
         owner.data_taken = false;
         owner.n_rdma = 0;
         owner.wrote = 0;
+        owner.posts = 0;
+        owner.recv_reposted = false;
         owner.invalidate = None;
         let started = Request::init(
             owner,
@@ -525,9 +539,11 @@ impl Io {
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
             // (the context was initialised by `map_keyed`; a READ the provider queued
             // although the post failed completes, flushed, through `read_done`)
+            owner.posts += 1;
             if let Err((_, Some(mut owner))) =
                 owner.post(&self.qp, |state| state.rw.as_mut().prepare())
             {
+                owner.posts -= 1;
                 // (no RDMA READ phase: the core's completion follows at once)
                 owner.stamps.submit = owner.stamps.ready;
                 Request::complete(owner, status::DATA_XFER_ERROR);

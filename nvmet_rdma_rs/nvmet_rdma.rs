@@ -41,6 +41,7 @@ mod recv;
 mod report;
 mod send_wait;
 mod srq;
+mod stats_json;
 mod target;
 mod test_hooks;
 mod wire;
@@ -191,7 +192,7 @@ impl kernel::Module for NvmetRdmaRs {
                     GFP_KERNEL,
                 )?,
                 KBox::pin_init(
-                    dir.read_callback_file(c"stats.json", target.clone(), &report::show_json),
+                    dir.read_callback_file(c"stats.json", target.clone(), &stats_json::show_json),
                     GFP_KERNEL,
                 )?,
             ];

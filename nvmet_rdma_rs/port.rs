@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::command::{latency::LatencySnapshot, QueueLatency};
+use crate::command::{latency::LatencySnapshot, QueueLatency, TransportError, TRANSPORT_ERRORS};
 use crate::nvmet::{EnabledPort, PortConfig};
 use crate::rdma::{Device, SocketAddr};
 use crate::wire::{queue_size, CmReject};
@@ -106,6 +106,8 @@ pub(crate) struct PortStats {
     /// Queues whose teardown started, by [`Teardown`] (also counted for the whole
     /// target, which keeps the counts of ports removed).
     pub(crate) torn_down: [AtomicU64; TEARDOWNS],
+    /// Transport errors on its queues, by kind (kept when the queues go).
+    pub(crate) errors_by_kind: [AtomicU64; TRANSPORT_ERRORS],
 }
 
 impl PortStats {
@@ -115,6 +117,11 @@ impl PortStats {
         if let Some(count) = self.rejects_by_reason.get(reason as usize) {
             count.fetch_add(1, Relaxed);
         }
+    }
+
+    /// Counts a transport error of kind `kind` on one of the port's queues.
+    pub(crate) fn count_error(&self, kind: TransportError) {
+        self.errors_by_kind[kind as usize].fetch_add(1, Relaxed);
     }
 }
 

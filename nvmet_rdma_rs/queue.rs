@@ -12,7 +12,8 @@
 #![forbid(unsafe_code)]
 
 use crate::command::{
-    latency::LatencySnapshot, Connection, Io, QueueLatency, QueueStats, SlotLists, RESPONSE_SIZE,
+    latency::LatencySnapshot, Connection, Io, QueueLatency, QueueStats, SlotLists, TransportError,
+    RESPONSE_SIZE,
 };
 use crate::nvmet::{
     sq::impl_has_sq_cq,
@@ -22,8 +23,8 @@ use crate::nvmet::{
 use crate::port::{why, Port, Teardown, NO_RESOURCES};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle, Stage},
-    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, HandlerHeld, IdContext, Pd,
-    PollContext, PublishOnce, QpCaps, SocketAddr,
+    rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DeviceName, HandlerHeld, IdContext,
+    Pd, PollContext, PublishOnce, QpCaps, SocketAddr,
 };
 use crate::target::{ListedQueue, NvmetRdma, QueueReport, Target};
 use crate::test_hooks::HoldPoint;
@@ -55,6 +56,8 @@ pub(crate) struct Queue {
     /// The RDMA device the connection came in on, as an address: only compared, never
     /// followed (see [`ListedQueue::device_key`]).
     device: usize,
+    /// ... its name, for reports.
+    device_name: DeviceName,
     /// RDMA READs the host lets us have outstanding.
     initiator_depth: u8,
     /// The id (and QP), from the listener's adoption to the release.
@@ -99,6 +102,7 @@ impl Queue {
         let peer = request.peer();
         let local = request.local();
         let device = request.device().as_raw() as usize;
+        let device_name = DeviceName::of(request.device());
         let initiator_depth = request.initiator_depth();
         // The queue's requests name the port: the pair holds it (`ENODEV` once removed).
         let hold = port.nvmet().hold();
@@ -113,6 +117,7 @@ impl Queue {
                     peer,
                     local,
                     device,
+                    device_name,
                     initiator_depth,
                     lifecycle <- Lifecycle::new(),
                     io: PublishOnce::new(),
@@ -242,7 +247,7 @@ impl Queue {
             f,
             "queue {} port {} qid {} host {} {} depth {}/{} srq {} inline_rsp {} commands {} \
              read_bytes {} write_bytes {} in_capsule {} keyed {} sq_full_waits {} rsp_peak {}/{} \
-             rsp_waits {} errors {}",
+             rsp_waits {} device {} send_wrs {} send_posts {} errors {}",
             self.number,
             self.port.id(),
             self.data.qid,
@@ -261,6 +266,9 @@ impl Queue {
             s.rsp_peak.load(Relaxed),
             self.io.as_ref().map_or(0, |io| io.response_slots()),
             s.rsp_waits.load(Relaxed),
+            self.device_name.as_str(),
+            s.send_wrs.load(Relaxed),
+            s.send_posts.load(Relaxed),
             s.errors.load(Relaxed),
         )
     }
@@ -280,8 +288,8 @@ impl Queue {
 
     /// A fatal transport error: ends the controller (which deletes its queues) or, before
     /// the host's Connect installed one, this queue.
-    pub(crate) fn fatal_error(self: ArcBorrow<'_, Self>) {
-        self.stats.errors.fetch_add(1, Relaxed);
+    pub(crate) fn fatal_error(self: ArcBorrow<'_, Self>, kind: TransportError) {
+        self.count_error(kind);
         self.failed.store(true, Relaxed);
         if self.is_disconnecting() {
             // Going already; its controller may be going too.
@@ -328,8 +336,13 @@ impl Connection for Queue {
         Queue::close(self, why)
     }
 
-    fn fatal_error(self: ArcBorrow<'_, Self>) {
-        Queue::fatal_error(self)
+    fn count_error(&self, kind: TransportError) {
+        self.stats.count_error(kind);
+        self.port.stats.count_error(kind);
+    }
+
+    fn fatal_error(self: ArcBorrow<'_, Self>, kind: TransportError) {
+        Queue::fatal_error(self, kind)
     }
 
     fn exceeded_depth(self: ArcBorrow<'_, Self>) {
@@ -339,7 +352,7 @@ impl Connection for Queue {
             self.peer,
             self.data.recv_queue_size
         );
-        self.fatal_error();
+        self.fatal_error(TransportError::OverDepth);
     }
 }
 
@@ -386,6 +399,9 @@ impl ListedQueue for Queue {
             depth: (self.data.recv_queue_size, self.data.send_queue_size),
             rsp_slots: self.io.as_ref().map_or(0, |io| io.response_slots()),
             srq: self.io.as_ref().is_some_and(|io| io.uses_srq()),
+            device: self.device_name.as_str(),
+            io: self.io.as_ref(),
+            lists: &self.lists,
             stats: &self.stats,
             latency: &self.latency,
             latency_base: &self.latency_base,

@@ -2,8 +2,7 @@
 
 //! What the target shows of itself in debugfs beyond one line per queue: `latency` (the
 //! latency histograms of each queue and port, as tables with percentiles; a write of
-//! `reset`, `on` or `off`) and `stats.json` (every counter and histogram, for tools:
-//! `tools/nvmet-rdma-top`).
+//! `reset`, `on` or `off`); `stats.json`, the same for tools, is `stats_json`.
 //!
 //! Everything is read here, from the counters the data path keeps; nothing here is on
 //! the data path. A port's figures are those of the queues it released (folded into it
@@ -13,14 +12,13 @@
 #![forbid(unsafe_code)]
 
 use crate::command::latency::{self, LatencySnapshot, CLASS_NAMES, PHASE_NAMES};
-use crate::histogram::{to_ns, upper_bound, Snapshot, BUCKETS};
-use crate::port::{Port, REJECT_REASONS, TEARDOWN_NAMES};
+use crate::histogram::to_ns;
+use crate::port::{Port, REJECT_REASONS};
 use crate::target::{ListedQueue, QueueReport, Target};
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::{fmt, prelude::*, sync::Arc, uaccess::UserSliceReader};
 
 /// The queue's histograms since the last reset, into `into`.
-fn latency_since_reset(queue: &QueueReport<'_>, into: &mut LatencySnapshot) {
+pub(crate) fn latency_since_reset(queue: &QueueReport<'_>, into: &mut LatencySnapshot) {
     into.clear();
     queue.latency.add_to(into);
     if let Some(base) = queue.latency_base.lock().as_ref() {
@@ -30,7 +28,11 @@ fn latency_since_reset(queue: &QueueReport<'_>, into: &mut LatencySnapshot) {
 
 /// The figures of `port` since its last reset, into `into`: its released queues' and its
 /// live ones' (`queues`, the locked list).
-fn port_latency(port: &Port, queues: &[Arc<dyn ListedQueue>], into: &mut LatencySnapshot) {
+pub(crate) fn port_latency(
+    port: &Port,
+    queues: &[Arc<dyn ListedQueue>],
+    into: &mut LatencySnapshot,
+) {
     into.clear();
     for queue in queues {
         let report = queue.report();
@@ -42,7 +44,7 @@ fn port_latency(port: &Port, queues: &[Arc<dyn ListedQueue>], into: &mut Latency
 }
 
 /// The NVMe/RDMA CM reject statuses by number (`stats.json`; 0 and 3 are not sent).
-const REJECT_NAMES: [&str; REJECT_REASONS] = [
+pub(crate) const REJECT_NAMES: [&str; REJECT_REASONS] = [
     "none",
     "invalid_length",
     "invalid_recfmt",
@@ -62,7 +64,7 @@ impl core::fmt::Display for Micros {
 }
 
 /// The percentiles the reports give, in ten-thousandths, with their names.
-const PERCENTILES: [(u64, &str); 3] = [(5000, "p50"), (9900, "p99"), (9990, "p999")];
+pub(crate) const PERCENTILES: [(u64, &str); 3] = [(5000, "p50"), (9900, "p99"), (9990, "p999")];
 
 /// A histogram table: one line per class and phase that recorded something.
 fn show_table(f: &mut fmt::Formatter<'_>, latency: &LatencySnapshot, ps: u64) -> fmt::Result {
@@ -193,148 +195,4 @@ pub(crate) fn write_latency(target: &Arc<Target>, reader: &mut UserSliceReader) 
             Err(EINVAL)
         }
     }
-}
-
-/// One histogram as JSON: its count, sum and percentiles in ns, and its buckets that
-/// hold something, as [bucket, upper bound in ns, count].
-fn json_hist(f: &mut fmt::Formatter<'_>, hist: &Snapshot, ps: u64) -> fmt::Result {
-    write!(
-        f,
-        "{{\"count\":{},\"sum_ns\":{},\"sum_cycles\":{}",
-        hist.count(),
-        to_ns(hist.sum, ps),
-        hist.sum
-    )?;
-    for (parts, name) in PERCENTILES {
-        write!(f, ",\"{}_ns\":{}", name, to_ns(hist.percentile(parts), ps))?;
-    }
-    write!(f, ",\"buckets\":[")?;
-    let mut first = true;
-    for b in 0..BUCKETS {
-        if hist.counts[b] != 0 {
-            let comma = if first { "" } else { "," };
-            first = false;
-            write!(
-                f,
-                "{}[{},{},{}]",
-                comma,
-                b,
-                to_ns(upper_bound(b), ps),
-                hist.counts[b]
-            )?;
-        }
-    }
-    write!(f, "]}}")
-}
-
-/// A set of histograms as JSON: `{"read":{"total":{..},..},..}`.
-fn json_latency(f: &mut fmt::Formatter<'_>, latency: &LatencySnapshot, ps: u64) -> fmt::Result {
-    write!(f, "{{")?;
-    for (class, (name, phases)) in CLASS_NAMES.iter().zip(&latency.hist).enumerate() {
-        let comma = if class == 0 { "" } else { "," };
-        write!(f, "{}\"{}\":{{", comma, name)?;
-        for (phase, (name, hist)) in PHASE_NAMES.iter().zip(phases).enumerate() {
-            let comma = if phase == 0 { "" } else { "," };
-            write!(f, "{}\"{}\":", comma, name)?;
-            json_hist(f, hist, ps)?;
-        }
-        write!(f, "}}")?;
-    }
-    write!(f, "}}")
-}
-
-/// Named counters as a JSON object.
-fn json_counts(f: &mut fmt::Formatter<'_>, names: &[&str], counts: &[AtomicU64]) -> fmt::Result {
-    write!(f, "{{")?;
-    for (i, (name, count)) in names.iter().zip(counts).enumerate() {
-        let comma = if i == 0 { "" } else { "," };
-        write!(f, "{}\"{}\":{}", comma, name, count.load(Relaxed))?;
-    }
-    write!(f, "}}")
-}
-
-/// One queue's counters as JSON members.
-fn json_queue(f: &mut fmt::Formatter<'_>, q: &QueueReport<'_>) -> fmt::Result {
-    let s = q.stats;
-    write!(
-        f,
-        "\"queue\":{},\"port\":{},\"qid\":{},\"host\":\"{}\",\"state\":\"{}\",\
-         \"recv_queue_size\":{},\"send_queue_size\":{},\"srq\":{},\"commands\":{},\
-         \"read_bytes\":{},\"write_bytes\":{},\"in_capsule\":{},\"in_capsule_bytes\":{},\
-         \"keyed\":{},\
-         \"sq_full_waits\":{},\"rsp_slots\":{},\"rsp_peak\":{},\"rsp_waits\":{},\
-         \"errors\":{},\"duplicate_completions\":{}",
-        q.number,
-        q.port.id(),
-        q.qid,
-        q.peer,
-        q.state,
-        q.depth.0,
-        q.depth.1,
-        q.srq,
-        s.commands.load(Relaxed),
-        s.read_bytes.load(Relaxed),
-        s.write_bytes.load(Relaxed),
-        s.in_capsule.load(Relaxed),
-        s.in_capsule_bytes.load(Relaxed),
-        s.keyed.load(Relaxed),
-        s.sq_full_waits.load(Relaxed),
-        q.rsp_slots,
-        s.rsp_peak.load(Relaxed),
-        s.rsp_waits.load(Relaxed),
-        s.errors.load(Relaxed),
-        s.duplicate_completions.load(Relaxed),
-    )
-}
-
-/// debugfs `stats.json`: one JSON document with every port's and queue's counters and
-/// histograms (since the last reset; the counters since the queue or port began).
-pub(crate) fn show_json(target: &Arc<Target>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let ps = target.clock().ps_per_kcycle();
-    let Ok(mut snapshot) = LatencySnapshot::new_zero() else {
-        return Err(fmt::Error);
-    };
-    let ports = target.ports();
-    write!(
-        f,
-        "{{\"version\":1,\"ps_per_kcycle\":{},\"timing\":{},\"torn_down\":",
-        ps,
-        latency::timing()
-    )?;
-    json_counts(f, &TEARDOWN_NAMES, target.teardowns())?;
-    write!(f, ",\"queues\":[")?;
-    target.with_queues(|queues| {
-        for (i, queue) in queues.iter().enumerate() {
-            let report = queue.report();
-            write!(f, "{}{{", if i == 0 { "" } else { "," })?;
-            json_queue(f, &report)?;
-            latency_since_reset(&report, &mut snapshot);
-            write!(f, ",\"latency\":")?;
-            json_latency(f, &snapshot, ps)?;
-            write!(f, "}}")?;
-        }
-        write!(f, "],\"ports\":[")?;
-        for (i, port) in ports.iter().flatten().enumerate() {
-            let stats = &port.stats;
-            write!(
-                f,
-                "{}{{\"port\":{},\"address\":\"{}\",\"connects\":{},\"rejects\":{},",
-                if i == 0 { "" } else { "," },
-                port.id(),
-                port.address(),
-                stats.connects.load(Relaxed),
-                stats.rejects.load(Relaxed),
-            )?;
-            write!(f, "\"rejects_by_reason\":")?;
-            json_counts(f, &REJECT_NAMES, &stats.rejects_by_reason)?;
-            write!(f, ",\"torn_down\":")?;
-            json_counts(f, &TEARDOWN_NAMES, &stats.torn_down)?;
-            write!(f, ",\"latency\":")?;
-            port_latency(port, queues, &mut snapshot);
-            json_latency(f, &snapshot, ps)?;
-            write!(f, "}}")?;
-        }
-        Ok(())
-    })?;
-    writeln!(f, "]}}")
 }

@@ -8,7 +8,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::command::{latency::LatencySnapshot, QueueLatency, QueueStats};
+use crate::command::{latency::LatencySnapshot, InFlight, Io, QueueLatency, QueueStats, SlotLists};
 use crate::nvmet::{global, CtrlId, OpsRef};
 use crate::port::{why, Port, Teardown, BACKLOG, TEARDOWNS};
 use crate::rdma::{Clock, Device, SocketAddr};
@@ -61,12 +61,27 @@ pub(crate) struct QueueReport<'a> {
     pub(crate) rsp_slots: u32,
     /// Whether its commands arrive in an SRQ.
     pub(crate) srq: bool,
+    /// The name of the RDMA device it is on.
+    pub(crate) device: &'a str,
+    /// Its buffers and slots, once set up, and its lists: what its commands wait for
+    /// ([`QueueReport::in_flight`]).
+    pub(crate) io: Option<&'a Io>,
+    pub(crate) lists: &'a SlotLists,
     /// Its counters.
     pub(crate) stats: &'a QueueStats,
     /// Its histograms.
     pub(crate) latency: &'a QueueLatency,
     /// Their counts at the last reset.
     pub(crate) latency_base: &'a Mutex<Option<KBox<LatencySnapshot>>>,
+}
+
+impl QueueReport<'_> {
+    /// Its commands by what they wait for, now (reads each response slot's state).
+    pub(crate) fn in_flight(&self) -> InFlight {
+        self.io
+            .map(|io| io.in_flight(self.lists))
+            .unwrap_or_default()
+    }
 }
 
 /// The NVMe/RDMA transport, as the nvmet core sees it (its callbacks: `fabrics`).

@@ -304,7 +304,7 @@ mod completion_dispatch {
 
 #[kunit_tests(rdma_rs_slot_handoff)]
 mod slot_handoff {
-    use crate::rdma::kernel_gaps::slot::{Ended, Slot};
+    use crate::rdma::kernel_gaps::slot::{Ended, Slot, SlotPhase, CORE_TAG};
 
     #[test]
     fn one_owner_at_a_time() {
@@ -369,6 +369,29 @@ mod slot_handoff {
         // SAFETY: as above (nothing handed the slot to event 5: it finds nothing).
         assert!(unsafe { slot.resume(5) }.is_none());
         assert!(slot.resume_local(5).is_some());
+    }
+
+    #[test]
+    fn phase_names_what_it_waits_for() {
+        let slot = Slot::new(0u32);
+        assert_eq!(slot.phase(), SlotPhase::Free);
+        let owner = slot.claim().unwrap();
+        assert_eq!(slot.phase(), SlotPhase::Owned);
+        // SAFETY: the test is event 2 of its slot, and resumes it.
+        unsafe { owner.hand_off_to_event(2) };
+        assert_eq!(slot.phase(), SlotPhase::Awaits(2));
+        // SAFETY: as above.
+        let owner = unsafe { slot.resume(2) }.unwrap();
+        // SAFETY: the test stands for the core, and resumes it.
+        unsafe { owner.hand_off_to_event(CORE_TAG) };
+        assert_eq!(slot.phase(), SlotPhase::Awaits(CORE_TAG));
+        // SAFETY: as above.
+        let owner = unsafe { slot.resume(CORE_TAG) }.unwrap();
+        // A user's list is told apart from an event of the same number.
+        owner.hand_off(2);
+        assert_eq!(slot.phase(), SlotPhase::Parked(2));
+        drop(slot.resume_local(2).unwrap());
+        assert_eq!(slot.phase(), SlotPhase::Free);
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub(crate) use cq::{Cq, PollContext};
 #[allow(unused_imports)]
 pub(crate) use cqe::{Cqe, CqeHandler};
 #[allow(unused_imports)]
-pub(crate) use device::Device;
+pub(crate) use device::{Device, DeviceName};
 #[allow(unused_imports)]
 pub(crate) use device_log::DeviceLog;
 #[allow(unused_imports)]

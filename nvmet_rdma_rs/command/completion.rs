@@ -9,7 +9,7 @@
 
 use super::{
     free_data, free_rw, handle_command, latency, no_status, Arrival, Connection, Io, RspOwner,
-    RspSlot, RspState, Stamps,
+    RspSlot, RspState, Stamps, TransportError,
 };
 use crate::nvmet::{trace::ReqStep, Request};
 use crate::rdma::{cqe::Received, rw::TransferEnd, slot_post::Prepared, Stamp, WorkCompletion};
@@ -18,7 +18,12 @@ use core::sync::atomic::Ordering::Relaxed;
 use kernel::{prelude::*, sync::ArcBorrow};
 
 /// Logs a failed work completion (flushes are teardown, quiet) and ends the queue.
-fn failed(queue: ArcBorrow<'_, impl Connection>, what: &str, wc: &WorkCompletion) {
+fn failed(
+    queue: ArcBorrow<'_, impl Connection>,
+    what: &str,
+    kind: TransportError,
+    wc: &WorkCompletion,
+) {
     if wc.is_flush() {
         return;
     }
@@ -28,7 +33,7 @@ fn failed(queue: ArcBorrow<'_, impl Connection>, what: &str, wc: &WorkCompletion
         wc.status_name().to_str().unwrap_or("?"),
         wc.status
     );
-    queue.fatal_error();
+    queue.fatal_error(kind);
 }
 
 /// A receive of `queue` into receive slot `cmd` completed, giving its buffers back
@@ -51,7 +56,7 @@ pub(crate) fn recv_done(
     let give_back = |received| io.give_back_shared(cmd, received);
     if !wc.is_ok() {
         give_back(received);
-        failed(queue, "RECV", wc);
+        failed(queue, "RECV", TransportError::Recv, wc);
         return;
     }
     if (wc.byte_len as usize) < COMMAND_SIZE {
@@ -60,7 +65,7 @@ pub(crate) fn recv_done(
             "a capsule of {} bytes is shorter than a command; ending the queue\n",
             wc.byte_len
         );
-        queue.fatal_error();
+        queue.fatal_error(TransportError::ShortCapsule);
         return;
     }
     if queue.is_disconnecting() {
@@ -111,7 +116,7 @@ pub(crate) fn read_done(
         // The request was started and has not completed; it never will now.
         owner.req.uninit();
         io.release(queue, owner, TransferEnd::Completed(wc));
-        failed(queue, "RDMA READ", wc);
+        failed(queue, "RDMA READ", TransportError::RdmaRead, wc);
         return;
     }
     queue
@@ -160,7 +165,7 @@ pub(crate) fn write_done(
     if !wc.is_ok() {
         // (the request completed already: only the slot is left to free)
         io.release(queue, owner, TransferEnd::Completed(wc));
-        failed(queue, "RDMA WRITE", wc);
+        failed(queue, "RDMA WRITE", TransportError::RdmaWrite, wc);
         return;
     }
     if pi_status != 0 {
@@ -169,6 +174,7 @@ pub(crate) fn write_done(
         io.response_to_device(rsp.index);
     }
     // (the SEND was prepared by `queue_response`)
+    owner.posts += 1;
     if let Err((_, owner)) = owner.post(&io.qp, prepared_send) {
         pr_err!("cannot post a response; ending the queue\n");
         // (a SEND the provider queued although the post failed completes, flushed, through
@@ -176,6 +182,7 @@ pub(crate) fn write_done(
         if let Some(owner) = owner {
             io.release(queue, owner, TransferEnd::Completed(wc));
         }
+        queue.count_error(TransportError::Post);
         queue.close(c"send post failure");
     }
 }
@@ -197,6 +204,13 @@ pub(crate) fn send_done(
             owner.trace(&*queue, ReqStep::Written, |state| state.req.status());
         }
         owner.trace(&*queue, ReqStep::Sent, |state| state.req.status());
+        let stats = queue.stats();
+        stats.send_wrs.add(owner.send_wrs() as u64);
+        stats.send_posts.add(owner.posts.into());
+        stats.recv_posts.add(owner.recv_reposted.into());
+        if owner.req.status() != 0 {
+            stats.error_status.add(1);
+        }
         if owner.stamps.recv.is_set() {
             queue
                 .latency()
@@ -207,7 +221,7 @@ pub(crate) fn send_done(
         io.release(queue, owner, TransferEnd::Completed(wc));
     }
     if !wc.is_ok() {
-        failed(queue, "SEND", wc);
+        failed(queue, "SEND", TransportError::Send, wc);
     }
 }
 
@@ -229,6 +243,7 @@ pub(crate) fn queue_response(
     let Some(send) = owner.send.as_mut() else {
         // (not expected: every slot's SEND is prepared with the queue)
         pr_err!("a response slot has no SEND; ending the queue\n");
+        queue.count_error(TransportError::Post);
         queue.close(c"send post failure");
         return;
     };
@@ -247,9 +262,13 @@ pub(crate) fn queue_response(
     // back to the device (as the C transport's `nvmet_rdma_queue_response` does).
     if let Some(received) = owner.recv.take() {
         if io.repost_recv(open.as_ref(), &owner, received).is_err() {
+            queue.count_error(TransportError::Post);
             queue.close(c"receive post failure");
+        } else {
+            owner.recv_reposted = true;
         }
     }
+    owner.posts += 1;
     io.response_to_device(rsp.index);
     let posted = match &open {
         // (posting closed: the queue is ending)
@@ -276,6 +295,7 @@ pub(crate) fn queue_response(
             io.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
             owner.n_rdma = 0;
         }
+        queue.count_error(TransportError::Post);
         queue.close(c"send post failure");
     }
 }

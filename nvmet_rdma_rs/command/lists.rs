@@ -151,6 +151,11 @@ impl SlotLists {
             .store(self.busy.load(Relaxed).saturating_sub(1), Relaxed);
     }
 
+    /// Commands parked for a response slot now (a snapshot, for reports).
+    pub(super) fn parked_for_slot(&self) -> u32 {
+        self.parked_n.load(Relaxed)
+    }
+
     /// Parks a command that found no free response slot, with its receive's token, unless
     /// one freed meanwhile.
     pub(super) fn park_for_slot<'a>(

@@ -31,6 +31,47 @@ impl Counter {
     }
 }
 
+/// A transport error that ends a queue, by what failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TransportError {
+    /// A receive completed with an error.
+    Recv = 0,
+    /// An RDMA READ of a command's data completed with an error (a bad key, a host gone).
+    RdmaRead,
+    /// An RDMA WRITE of a command's data with protection information did.
+    RdmaWrite,
+    /// A response SEND did (with its WRITEs, when it follows them).
+    Send,
+    /// A capsule shorter than a command arrived.
+    ShortCapsule,
+    /// The host sent more commands than its queue depth allows.
+    OverDepth,
+    /// The provider refused a post.
+    Post,
+}
+
+/// How many kinds of [`TransportError`] there are.
+pub(crate) const TRANSPORT_ERRORS: usize = 7;
+
+/// The kinds' names (JSON keys), in [`TransportError`]'s order.
+pub(crate) const TRANSPORT_ERROR_NAMES: [&str; TRANSPORT_ERRORS] = [
+    "recv",
+    "rdma_read",
+    "rdma_write",
+    "send",
+    "short_capsule",
+    "over_depth",
+    "post",
+];
+
+impl QueueStats {
+    /// Counts a transport error of kind `kind`.
+    pub(crate) fn count_error(&self, kind: TransportError) {
+        self.errors.fetch_add(1, Relaxed);
+        self.errors_by_kind[kind as usize].fetch_add(1, Relaxed);
+    }
+}
+
 /// What an operator wants to know about a queue (debugfs `queues`).
 #[derive(Default)]
 pub(crate) struct QueueStats {
@@ -54,8 +95,23 @@ pub(crate) struct QueueStats {
     pub(crate) rsp_peak: AtomicU32,
     /// Commands that found every response slot busy and waited for one.
     pub(crate) rsp_waits: Counter,
-    /// Failed work completions and malformed capsules (any context: atomic).
+    /// Transport errors that ended the queue, of every [`TransportError`] (any context:
+    /// atomic).
     pub(crate) errors: AtomicU64,
+    /// ... by kind.
+    pub(crate) errors_by_kind: [AtomicU64; TRANSPORT_ERRORS],
+    /// Commands answered with an error status (the core's, or the transport's for a
+    /// command it could not start: a bad data pointer, a failed READ), counted when the
+    /// response's SEND completes.
+    pub(crate) error_status: Counter,
+    /// Send work requests posted for commands (their RDMA READs or WRITEs and their
+    /// response), counted when the response's SEND completes.
+    pub(crate) send_wrs: Counter,
+    /// Posts of them: doorbells rung (a post hands the device a chain of requests).
+    pub(crate) send_posts: Counter,
+    /// Receives posted again for commands answered (one request and one doorbell
+    /// each), counted the same way.
+    pub(crate) recv_posts: Counter,
     /// Completions a response slot did not wait for (siw's second completion of one RDMA
     /// READ, on a flush), ignored.
     pub(crate) duplicate_completions: Counter,

@@ -98,6 +98,20 @@ const fn posting(tag: Tag) -> u32 {
     awaiting(tag) + 1
 }
 
+/// Where a [`Slot`] is, as [`Slot::phase`] saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotPhase {
+    /// Nobody uses it.
+    Free,
+    /// An owner runs a step of its user (or [`Slot::take_after`] checks it).
+    Owned,
+    /// Handed off to event `tag`: a completion of its requests, or the nvmet core
+    /// ([`CORE_TAG`]).
+    Awaits(Tag),
+    /// Parked on its user's list `tag` ([`Owner::hand_off`]).
+    Parked(Tag),
+}
+
 /// A state `T` that one [`Owner`] at a time uses.
 ///
 /// # Invariants
@@ -319,6 +333,24 @@ impl<T> Slot<T> {
     /// Whether the slot is parked on the user's list `tag` (a snapshot, for diagnostics).
     pub(crate) fn is_parked(&self, tag: Tag) -> bool {
         self.state.load(Relaxed) == awaiting(local(tag))
+    }
+
+    /// Where the slot is now (a snapshot, for statistics: it may have moved on by the
+    /// time it is looked at). Only a load: nothing on the slot's path pays for it.
+    pub(crate) fn phase(&self) -> SlotPhase {
+        match self.state.load(Relaxed) {
+            FREE => SlotPhase::Free,
+            state if state >= AWAITING_MIN && state != TAKING => {
+                // (`posting(tag)` counts as waiting for `tag`: the post is returning)
+                let tag = ((state - AWAITING_MIN) / 2) as Tag;
+                if tag & LOCAL_TAGS != 0 {
+                    SlotPhase::Parked(tag & !LOCAL_TAGS)
+                } else {
+                    SlotPhase::Awaits(tag)
+                }
+            }
+            _ => SlotPhase::Owned,
+        }
     }
 
     /// The value, through the slot's only reference.
