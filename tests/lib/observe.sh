@@ -136,6 +136,21 @@ observe_test() {
 	python3 "$OBSERVE_CHECK" slow /tmp/stats-slow-{before,after}.json 50000000 ||
 		fail "the slow namespace's delay is not where the histograms put it"
 
+	# What the commands wait for, now: 4 reads of 50 ms each kept in flight for 3 s are
+	# seen in the core.
+	fio --name=inflight --filename="$slow" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+		--iodepth=4 --size=4M --time_based --runtime=3 --output=/tmp/fio-inflight.out &
+	local fio_pid=$!
+	: >/tmp/stats-inflight.jsonl
+	while kill -0 "$fio_pid" 2>/dev/null; do
+		sleep 0.2
+		tr -d '\n' <"$OBSERVE_DIR/stats.json" >>/tmp/stats-inflight.jsonl
+		echo >>/tmp/stats-inflight.jsonl
+	done
+	wait "$fio_pid" || { cat /tmp/fio-inflight.out; fail "fio on the slow namespace failed"; }
+	python3 "$OBSERVE_CHECK" in_flight /tmp/stats-inflight.jsonl 4 ||
+		fail "stats.json's in_flight does not show the slow namespace's reads"
+
 	# Timing off: the counters count, the histograms do not.
 	echo off >"$OBSERVE_DIR/latency"
 	observe_snapshot off-before
@@ -148,7 +163,7 @@ observe_test() {
 	# The live view, beside reads.
 	fio --name=top --filename="$dev" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
 		--iodepth=4 --size=8M --time_based --runtime=8 --output=/tmp/fio-top.out &
-	local fio_pid=$!
+	fio_pid=$!
 	"$RRS_REPO/tools/nvmet-rdma-top" -i 1 -n 3 --json >/tmp/top.json || fail "nvmet-rdma-top failed"
 	"$RRS_REPO/tools/nvmet-rdma-top" -i 1 -n 1 | tee /tmp/top.txt
 	wait "$fio_pid" || { cat /tmp/fio-top.out; fail "fio beside the live view failed"; }

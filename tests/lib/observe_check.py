@@ -9,6 +9,9 @@ one line per failed check.
       in-capsule write job on one I/O queue, between two readings of stats.json)
   observe_check.py slow BEFORE AFTER DELAY_NS
       (reads of a namespace whose backend takes DELAY_NS per command)
+  observe_check.py in_flight SAMPLES DEPTH
+      (stats.json read again and again, one document per line, while fio kept DEPTH
+      reads in flight on that namespace)
   observe_check.py untimed BEFORE AFTER READS
       (with timing off: the counters count, the histograms do not)
   observe_check.py top TOP_JSON
@@ -17,7 +20,8 @@ one line per failed check.
       (tracefs output of the request events around one read and one keyed write)
   observe_check.py rejects TRACE STATS REASON...
       (tracefs output of nvmet_rdma_rs_reject: each REASON appears, as often as
-      stats.json STATS counts it)
+      stats.json STATS counts it; and the hostile host's transport errors are counted
+      by kind)
 """
 
 import json
@@ -109,6 +113,34 @@ def agree(before_path, after_path, reads_path, keyed_path, inline_path):
           % (stat_delta(after, before, "in_capsule_bytes"), inline["write"]["io_bytes"]))
     check(stat_delta(after, before, "in_capsule") == n_inline, "in-capsule commands = fio's")
     check(stat_delta(after, before, "keyed") == n_reads + n_keyed, "keyed commands = fio's")
+    # Work requests and doorbells: a read's WRITEs and response go out in one post, a keyed
+    # write's READ and its response in two, an in-capsule write's response in one.
+    posts = stat_delta(after, before, "send_posts")
+    check(posts == n_reads + 2 * n_keyed + n_inline,
+          "send posts (doorbells) %d = reads + 2 x keyed writes + in-capsule writes (%d)"
+          % (posts, n_reads + 2 * n_keyed + n_inline))
+    wrs = stat_delta(after, before, "send_wrs")
+    check(wrs >= 2 * (n_reads + n_keyed) + n_inline,
+          "send work requests %d: a response each, and at least one RDMA WRITE or READ per "
+          "keyed command (>= %d)" % (wrs, 2 * (n_reads + n_keyed) + n_inline))
+    check(stat_delta(after, before, "recv_posts") == commands,
+          "a receive posted again per command (%d = %d)"
+          % (stat_delta(after, before, "recv_posts"), commands))
+    check(stat_delta(after, before, "error_status") == 0 and after["errors"] == 0
+          and sum(after["errors_by_kind"].values()) == 0,
+          "no error status, no transport error: %s" % after["errors_by_kind"])
+    # Settled: nothing in flight, on the queue, its port, its device.
+    check(sum(after["in_flight"].values()) == 0, "nothing in flight once fio is done: %s"
+          % after["in_flight"])
+    devices = after_all["devices"]
+    check(len(devices) == 1 and devices[0]["device"] == after["device"],
+          "one device, the queue's (%s): %s" % (after["device"], [d["device"] for d in devices]))
+    for d in devices:
+        mine = [q for q in after_all["queues"] if q["device"] == d["device"]]
+        for key in ("commands", "read_bytes", "write_bytes", "send_wrs", "send_posts"):
+            check(d[key] == sum(q[key] for q in mine),
+                  "device %s %s %d = its queues'" % (d["device"], key, d[key]))
+        check(d["queues"] == len(mine), "device %s has its %d queues" % (d["device"], len(mine)))
     # The phases add up to the total (their stamps chain).
     for cls in ("read", "write"):
         rate = after_all["ps_per_kcycle"]
@@ -172,6 +204,30 @@ def slow(before_path, after_path, delay_ns):
     check(p50 >= delay_ns / 2, "core p50 %d ns is in or above the delay's bucket" % p50)
 
 
+def in_flight(samples_path, depth):
+    with open(samples_path) as f:
+        samples = [json.loads(line) for line in f if line.strip()]
+    check(len(samples) >= 3, "%d readings of stats.json" % len(samples))
+    seen = [io_queue(s)["in_flight"] for s in samples]
+    core = [s["core"] for s in seen]
+    print("in the core, reading by reading: %s" % core)
+    # With DEPTH reads of 50 ms each in flight, a reading finds them in the core.
+    check(max(core) >= 1, "a reading found reads in the core (at most %d)" % max(core))
+    check(all(sum(s.values()) <= depth for s in seen),
+          "never more in flight than fio's depth %d" % depth)
+    for s in samples:
+        queue = io_queue(s)
+        port = [p for p in s["ports"] if p["port"] == queue["port"]][0]
+        device = [d for d in s["devices"] if d["device"] == queue["device"]][0]
+        ok = all(port["in_flight"][k] >= queue["in_flight"][k]
+                 and device["in_flight"][k] >= queue["in_flight"][k] for k in queue["in_flight"])
+        if not ok:
+            check(False, "the port's and device's in flight hold the queue's: %s %s %s"
+                  % (queue["in_flight"], port["in_flight"], device["in_flight"]))
+            return
+    check(True, "the port's and device's in flight hold the queue's, every reading")
+
+
 def untimed(before_path, after_path, reads_path):
     after = io_queue(load(after_path))
     before = same_queue(load(before_path), after["queue"])
@@ -195,6 +251,12 @@ def top(path):
               % (q["queue"], q["r_s"], r["p50_us"], r["p99_us"], r["p99.9_us"]))
         check(q["r_mb_s"] > 0, "interval of queue %d: %.2f MB/s to the host"
               % (q["queue"], q["r_mb_s"]))
+        # (a 4 KiB read: one post of its RDMA WRITE and its response)
+        check(q["wr_per_post"] >= 2 and q["qd"] <= 4,
+              "interval of queue %d: %.2f send WRs per doorbell, %d in flight (fio's depth 4)"
+              % (q["queue"], q["wr_per_post"], q["qd"]))
+    devices = [d for i in intervals for d in i["devices"] if d["commands_s"] > 0]
+    check(bool(devices), "an interval shows the device's commands per second")
 
 
 TRACE_LINE = re.compile(r"nvmet_rdma_rs_req_(\w+): queue=(\d+) qid=(\d+) cid=(\d+) slot=(\d+) "
@@ -245,11 +307,18 @@ def rejects(path, stats_path, *reasons):
     total = sum(p["rejects"] for p in ports)
     by_reason = sum(sum(p["rejects_by_reason"].values()) for p in ports)
     check(total == by_reason, "rejects %d = their sum by reason %d" % (total, by_reason))
+    # The hostile host's truncated capsule, oversized capsule and bad keys ended queues
+    # with transport errors, counted by kind on the port (the queues are gone).
+    errors = {k: sum(p["errors_by_kind"][k] for p in ports) for k in ports[0]["errors_by_kind"]}
+    print("transport errors by kind: %s" % errors)
+    for kind, case in (("short_capsule", "truncated"), ("recv", "oversized"),
+                       ("rdma_read", "bad keys")):
+        check(errors[kind] >= 1, "the %s case counted a %s error" % (case, kind))
 
 
 def main():
-    commands = {"agree": (agree, 5), "slow": (slow, 3), "untimed": (untimed, 3), "top": (top, 1),
-                "trace": (trace, 1)}
+    commands = {"agree": (agree, 5), "slow": (slow, 3), "in_flight": (in_flight, 2),
+                "untimed": (untimed, 3), "top": (top, 1), "trace": (trace, 1)}
     if len(sys.argv) > 2 and sys.argv[1] == "rejects":
         rejects(*sys.argv[2:])
         if failures:
@@ -263,6 +332,8 @@ def main():
         sys.exit(__doc__)
     if fn is slow:
         args[2] = int(args[2])
+    if fn is in_flight:
+        args[1] = int(args[1])
     fn(*args)
     if failures:
         sys.exit("%d check(s) failed" % len(failures))
