@@ -146,6 +146,16 @@ impl<T: CmHandler> CmId<T> {
         })
     }
 
+    /// Sets the type of service of the id's connection (krping's `tos`): the IPv4 TOS
+    /// byte or IPv6 traffic class of RoCE packets, the path's QoS class on InfiniBand.
+    /// It takes effect with the route, so it comes before [`CmId::resolve_route`]
+    /// (`&mut`: RDMA CM reads the value unlocked while it resolves).
+    pub(crate) fn set_service_type(&mut self, tos: u8) {
+        // SAFETY: the id is live (type invariant); nothing else uses it while it is
+        // borrowed mutably.
+        unsafe { bindings::rdma_set_service_type(self.raw(), tos.into()) };
+    }
+
     /// Starts resolving the route; `RouteResolved` or `RouteError` follows.
     pub(crate) fn resolve_route(&self) -> Result {
         // SAFETY: the id is live.

@@ -55,6 +55,12 @@ module! {
             description: "client sessions (connections), 1 to 16; the first in rdma_demo/, \
                           the others in rdma_demo/session<n>/",
         },
+        tos: i16 {
+            default: -1,
+            description: "type of service of the connections (krping's tos), 0 to 255: the \
+                          IPv4 TOS byte or IPv6 traffic class of RoCE packets; -1: RDMA CM's \
+                          default",
+        },
     },
 }
 
@@ -98,6 +104,11 @@ fn server_address() -> Result<SocketAddr> {
         .inspect_err(|_| pr_err!("server: not an IPv4 or IPv6 address\n"))
 }
 
+/// The type of service given at load, if any (checked by `init`).
+fn type_of_service() -> Option<u8> {
+    u8::try_from(*module_parameters::tos.value()).ok()
+}
+
 /// The admin's opt-in to the device-wide DMA rkey, if given at load.
 fn global_rkey() -> Option<GlobalRkeyOptIn> {
     unsafe_global_rkey.opt_in()
@@ -118,7 +129,12 @@ fn write_bench(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
 fn write_ctl(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
     let (input, len) = read_input::<32>(reader, "ctl")?;
     match &input[..len] {
-        b"connect" => Session::connect(session, &server_address()?, global_rkey()),
+        b"connect" => Session::connect(
+            session,
+            &server_address()?,
+            global_rkey(),
+            type_of_service(),
+        ),
         b"disconnect" => {
             session.disconnect();
             Ok(())
@@ -181,7 +197,7 @@ impl SessionFiles {
         check_files(subdir_name.as_deref())?;
         if !server.value().is_empty() {
             let address = server_address()?;
-            if let Err(e) = Session::connect(&session, &address, global_rkey()) {
+            if let Err(e) = Session::connect(&session, &address, global_rkey(), type_of_service()) {
                 pr_warn!(
                     "session {}: cannot connect to {} yet ({:?}); use ctl to retry\n",
                     number,
@@ -245,6 +261,14 @@ impl kernel::Module for RdmaClient {
         }
         if !server.value().is_empty() {
             server_address()?;
+        }
+        let tos = *module_parameters::tos.value();
+        if !(-1..=255).contains(&tos) {
+            pr_err!(
+                "tos={} is not from 0 to 255 (or -1, RDMA CM's default)\n",
+                tos
+            );
+            return Err(EINVAL);
         }
         let devices = IbClient::<DeviceLog>::register()?;
         let dir = Dir::new(DIR_NAME);

@@ -180,11 +180,13 @@ impl Session {
         }
     }
 
-    /// Connects to `server`, unless connected already (`EISCONN`).
+    /// Connects to `server`, unless connected already (`EISCONN`), with type of service
+    /// `tos` if given.
     pub(crate) fn connect(
         this: &Arc<Self>,
         server: &SocketAddr,
         global_rkey: Option<GlobalRkeyOptIn>,
+        tos: Option<u8>,
     ) -> Result {
         let _operation = this.operation.lock();
         if this.link.lock().is_some() {
@@ -217,6 +219,9 @@ impl Session {
             ..QpCaps::new(8 + MAX_DEPTH, RECV_SLOTS as u32)
         };
         id.create_qp(pd, caps, PollContext::Workqueue)?;
+        if let Some(tos) = tos {
+            id.set_service_type(tos);
+        }
         id.resolve_route()?;
         this.wait_cm(CmEventKind::RouteResolved)?;
         let link = Link {

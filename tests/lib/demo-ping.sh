@@ -140,6 +140,23 @@ demo_ping_test() {
 		echo "count=2,size=65536,validate" >"$ping" || fail "ping after the dropped connections failed"
 	fi
 
+	step "tos: the connection's type of service (krping's tos), in RDMA CM's trace of the id"
+	rmmod rdma_client
+	if modprobe rdma_client server="$ip" tos=256 2>/dev/null; then fail "rdma_client took tos=256"; fi
+	assert_dmesg "rdma_client: tos=256 is not from 0 to 255"
+	local tracing=/sys/kernel/tracing
+	[ -e "$tracing/trace" ] || mount -t tracefs nodev "$tracing"
+	echo >"$tracing/trace"
+	echo 1 >"$tracing/events/rdma_cma/enable"
+	modprobe rdma_client server="$ip" tos=184
+	echo 0 >"$tracing/events/rdma_cma/enable"
+	# (RDMA CM's events name the id's type of service: the client's, whose destination is
+	# the server's port, carries the module's)
+	grep -E "dst=$ip:7174 tos=" "$tracing/trace" | tee /tmp/cma-trace.txt | head -5
+	grep -q "dst=$ip:7174 tos=184" /tmp/cma-trace.txt || fail "the client's CM id does not carry tos 184"
+	grep -Ev "tos=184( |$)" /tmp/cma-trace.txt && fail "a client event without tos 184"
+	echo "count=2,size=4096,validate" >"$ping" || fail "ping with tos=184 failed"
+
 	step "unload"
 	rmmod rdma_client
 	rmmod rdma_server
