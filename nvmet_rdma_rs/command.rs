@@ -148,9 +148,10 @@ pub(crate) struct RspState {
     /// its SEND completed.
     wrote: usize,
     /// Posts of send work requests for the command so far (its READ, its response, a
-    /// SEND after WRITEs with T10-PI), and whether its receive was posted again: counted
-    /// once its SEND completed, as `wrote` is.
+    /// SEND after WRITEs with T10-PI), the requests they carried, and whether its
+    /// receive was posted again: counted once its SEND completed, as `wrote` is.
     posts: u8,
+    wrs: u32,
     recv_reposted: bool,
     /// The host's rkey to invalidate with the response.
     invalidate: Option<u32>,
@@ -171,6 +172,19 @@ impl RspState {
     /// Send queue entries the command takes: its RDMA work requests and its response.
     fn send_wrs(&self) -> i32 {
         1 + self.n_rdma as i32
+    }
+
+    /// Counts a post of `wrs` send work requests for the command, before it is made (the
+    /// state is the device's once it is); [`RspState::uncount_post`] takes it back if
+    /// nothing was posted.
+    fn count_post(&mut self, wrs: u32) {
+        self.posts += 1;
+        self.wrs += wrs;
+    }
+
+    fn uncount_post(&mut self, wrs: u32) {
+        self.posts -= 1;
+        self.wrs -= wrs;
     }
 }
 
@@ -262,6 +276,7 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
             n_rdma: 0,
             wrote: 0,
             posts: 0,
+            wrs: 0,
             recv_reposted: false,
             invalidate: None,
             data: None,
@@ -464,6 +479,7 @@ impl Io {
         owner.n_rdma = 0;
         owner.wrote = 0;
         owner.posts = 0;
+        owner.wrs = 0;
         owner.recv_reposted = false;
         owner.invalidate = None;
         let started = Request::init(
@@ -539,11 +555,12 @@ impl Io {
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
             // (the context was initialised by `map_keyed`; a READ the provider queued
             // although the post failed completes, flushed, through `read_done`)
-            owner.posts += 1;
+            let wrs = owner.n_rdma;
+            owner.count_post(wrs);
             if let Err((_, Some(mut owner))) =
                 owner.post(&self.qp, |state| state.rw.as_mut().prepare())
             {
-                owner.posts -= 1;
+                owner.uncount_post(wrs);
                 // (no RDMA READ phase: the core's completion follows at once)
                 owner.stamps.submit = owner.stamps.ready;
                 Request::complete(owner, status::DATA_XFER_ERROR);

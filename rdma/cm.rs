@@ -148,11 +148,14 @@ impl<T: CmHandler> CmId<T> {
 
     /// Sets the type of service of the id's connection (krping's `tos`): the IPv4 TOS
     /// byte or IPv6 traffic class of RoCE packets, the path's QoS class on InfiniBand.
-    /// It takes effect with the route, so it comes before [`CmId::resolve_route`]
-    /// (`&mut`: RDMA CM reads the value unlocked while it resolves).
+    /// It takes effect when the route is resolved: set it first, before
+    /// [`CmId::resolve_addr`], so that every record of the id carries it. May sleep.
     pub(crate) fn set_service_type(&mut self, tos: u8) {
-        // SAFETY: the id is live (type invariant); nothing else uses it while it is
-        // borrowed mutably.
+        // SAFETY: the id is live (type invariant). `rdma_set_service_type` writes the
+        // value under the id's `qp_mutex`; the readers that do not take that lock are
+        // the id's own route resolution, connect and listen, which this crate reaches
+        // only through a borrow of the id, excluded by this `&mut`. (RDMA CM's device
+        // hot-plug reads it of listening ids under its global lock.)
         unsafe { bindings::rdma_set_service_type(self.raw(), tos.into()) };
     }
 

@@ -206,12 +206,14 @@ impl kernel::fmt::Display for Device {
     }
 }
 
-/// A device's name as it was when copied (`rxe0`): for reports about objects that outlive
-/// their look at the device, without a reference to it.
+/// A device's name as it was when copied (`rxe0`), for reports about objects that outlive
+/// their look at the device, without a reference to it. Printable ASCII only: anything
+/// else (a quote, a backslash, a byte of a multi-byte character) is kept as `?`, so the
+/// name goes into JSON and log lines as it is.
 ///
 /// # Invariants
 ///
-/// `bytes[..len]` is UTF-8 (a name that is not is kept as `?`).
+/// `bytes[..len]` is printable ASCII other than `"` and `\`.
 #[derive(Clone, Copy)]
 pub(crate) struct DeviceName {
     bytes: [u8; bindings::IB_DEVICE_NAME_MAX as usize],
@@ -221,26 +223,27 @@ pub(crate) struct DeviceName {
 impl DeviceName {
     /// `device`'s name now.
     pub(crate) fn of(device: &Device) -> Self {
-        let name = device.name().to_str().unwrap_or("?").as_bytes();
+        let name = device.name().to_bytes();
         let mut bytes = [0; bindings::IB_DEVICE_NAME_MAX as usize];
         // (names are shorter than `IB_DEVICE_NAME_MAX`, with their NUL)
         let len = name.len().min(bytes.len());
-        bytes[..len].copy_from_slice(&name[..len]);
-        // INVARIANT: checked below, and `?` if not.
-        let mut this = Self {
+        for (to, &from) in bytes.iter_mut().zip(&name[..len]) {
+            // INVARIANT: printable ASCII other than a quote or a backslash.
+            *to = match from {
+                b'"' | b'\\' => b'?',
+                b' '..=b'~' => from,
+                _ => b'?',
+            };
+        }
+        Self {
             bytes,
             len: len as u8,
-        };
-        if core::str::from_utf8(&this.bytes[..len]).is_err() {
-            this.bytes[0] = b'?';
-            this.len = 1;
         }
-        this
     }
 
     /// The name.
     pub(crate) fn as_str(&self) -> &str {
-        // (UTF-8 by the type invariant; `?` should it not be)
+        // (ASCII by the type invariant: never the fallback)
         core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("?")
     }
 }

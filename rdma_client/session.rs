@@ -202,6 +202,9 @@ impl Session {
             inbox.done = [const { None }; TAGS];
         }
         let mut id = CmId::new(this.clone())?;
+        if let Some(tos) = tos {
+            id.set_service_type(tos);
+        }
         id.resolve_addr(server)?;
         this.wait_cm(CmEventKind::AddrResolved)?;
         let device = id.device().ok_or(ENODEV)?;
@@ -219,9 +222,6 @@ impl Session {
             ..QpCaps::new(8 + MAX_DEPTH, RECV_SLOTS as u32)
         };
         id.create_qp(pd, caps, PollContext::Workqueue)?;
-        if let Some(tos) = tos {
-            id.set_service_type(tos);
-        }
         id.resolve_route()?;
         this.wait_cm(CmEventKind::RouteResolved)?;
         let link = Link {

@@ -36,6 +36,17 @@ fn failed(
     queue.fatal_error(kind);
 }
 
+/// Counts a post that failed with `error` as a transport error, unless posting was
+/// closed (`ENOTCONN`: the queue is ending, and what it still completes is dropped);
+/// whether it counted.
+fn post_failed(queue: &impl Connection, error: Error) -> bool {
+    let counted = error != crate::rdma::code::enotconn();
+    if counted {
+        queue.count_error(TransportError::Post);
+    }
+    counted
+}
+
 /// A receive of `queue` into receive slot `cmd` completed, giving its buffers back
 /// (`received`; `None`, counted, for a completion of a receive that was not posted: a
 /// provider's second completion of it).
@@ -174,15 +185,16 @@ pub(crate) fn write_done(
         io.response_to_device(rsp.index);
     }
     // (the SEND was prepared by `queue_response`)
-    owner.posts += 1;
-    if let Err((_, owner)) = owner.post(&io.qp, prepared_send) {
-        pr_err!("cannot post a response; ending the queue\n");
+    owner.count_post(1);
+    if let Err((e, owner)) = owner.post(&io.qp, prepared_send) {
+        if post_failed(&*queue, e) {
+            pr_err!("cannot post a response; ending the queue\n");
+        }
         // (a SEND the provider queued although the post failed completes, flushed, through
         // `send_done`, which releases the slot)
         if let Some(owner) = owner {
             io.release(queue, owner, TransferEnd::Completed(wc));
         }
-        queue.count_error(TransportError::Post);
         queue.close(c"send post failure");
     }
 }
@@ -205,7 +217,7 @@ pub(crate) fn send_done(
         }
         owner.trace(&*queue, ReqStep::Sent, |state| state.req.status());
         let stats = queue.stats();
-        stats.send_wrs.add(owner.send_wrs() as u64);
+        stats.send_wrs.add(owner.wrs.into());
         stats.send_posts.add(owner.posts.into());
         stats.recv_posts.add(owner.recv_reposted.into());
         if owner.req.status() != 0 {
@@ -261,15 +273,23 @@ pub(crate) fn queue_response(
     // The core is done with the command and its in-capsule data: the receive slot goes
     // back to the device (as the C transport's `nvmet_rdma_queue_response` does).
     if let Some(received) = owner.recv.take() {
-        if io.repost_recv(open.as_ref(), &owner, received).is_err() {
-            queue.count_error(TransportError::Post);
-            queue.close(c"receive post failure");
-        } else {
-            owner.recv_reposted = true;
+        match io.repost_recv(open.as_ref(), &owner, received) {
+            Ok(()) => owner.recv_reposted = true,
+            Err(e) => {
+                post_failed(&*queue, e);
+                queue.close(c"receive post failure");
+            }
         }
     }
-    owner.posts += 1;
     io.response_to_device(rsp.index);
+    // (the response's SEND, after the WRITEs of its data, or the WRITEs alone with
+    // T10-PI, whose completion posts the SEND)
+    let wrs = match (with_data, owner.rw.is_signature()) {
+        (false, _) => 1,
+        (true, false) => owner.n_rdma + 1,
+        (true, true) => owner.n_rdma,
+    };
+    owner.count_post(wrs);
     let posted = match &open {
         // (posting closed: the queue is ending)
         None => Err((crate::rdma::code::enotconn(), Some(owner))),
@@ -285,8 +305,10 @@ pub(crate) fn queue_response(
         }),
     };
     drop(open);
-    if let Err((_, owner)) = posted {
-        pr_err!("cannot post a response; ending the queue\n");
+    if let Err((e, owner)) = posted {
+        if post_failed(&*queue, e) {
+            pr_err!("cannot post a response; ending the queue\n");
+        }
         // Nothing posted: the send queue space goes back (atomically: any context); the
         // slot's data is reclaimed when the queue is released (the slot is left free but
         // `in_use`, which the claim of a free slot passes over). Requests the provider queued although the post failed complete, flushed,
@@ -295,7 +317,6 @@ pub(crate) fn queue_response(
             io.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
             owner.n_rdma = 0;
         }
-        queue.count_error(TransportError::Post);
         queue.close(c"send post failure");
     }
 }

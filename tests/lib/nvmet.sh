@@ -999,7 +999,8 @@ nvmet_hostile_test() {
 		[ "$rc" = 0 ] || fail "the hostile host reports failed cases (status $rc)"
 		if [ $traced = 1 ]; then
 			trace_stop /tmp/trace-reject.txt
-			cp /sys/kernel/debug/nvmet_rdma_rs/stats.json /tmp/stats-hostile.json
+			# (the last cases' queues may still be ending: their counts settle first)
+			observe_settled_copy /tmp/stats-hostile.json
 			python3 "$OBSERVE_CHECK" rejects /tmp/trace-reject.txt /tmp/stats-hostile.json \
 				INVALID_HSQSIZE INVALID_HRQSIZE ||
 				fail "the reject tracepoint does not give the reasons"

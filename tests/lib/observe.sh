@@ -47,6 +47,23 @@ observe_snapshot() {
 	cp "$OBSERVE_DIR/stats.json" "/tmp/stats-$1.json"
 }
 
+# observe_settled_copy FILE: stats.json, once its ports' counts (errors, teardowns,
+# rejects) read the same twice 0.5 s apart, copied to FILE.
+observe_settled_copy() {
+	local before after tries=0 counts='import json, sys
+print([(p["errors_by_kind"], p["torn_down"], p["rejects"]) for p in json.load(sys.stdin)["ports"]])'
+	after=$(python3 -c "$counts" <"$OBSERVE_DIR/stats.json")
+	while :; do
+		sleep 0.5
+		before=$after
+		after=$(python3 -c "$counts" <"$OBSERVE_DIR/stats.json")
+		[ "$before" = "$after" ] && break
+		tries=$((tries + 1))
+		[ $tries -lt 60 ] || fail "stats.json's port counts never settled: $after"
+	done
+	cp "$OBSERVE_DIR/stats.json" "$1"
+}
+
 # delay_nullb_add NAME NSEC / delay_nullb_remove NAME: a 64 MiB memory-backed null_blk,
 # /dev/NAME, whose commands complete NSEC after they came.
 delay_nullb_add() {

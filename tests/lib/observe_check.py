@@ -213,8 +213,10 @@ def in_flight(samples_path, depth):
     print("in the core, reading by reading: %s" % core)
     # With DEPTH reads of 50 ms each in flight, a reading finds them in the core.
     check(max(core) >= 1, "a reading found reads in the core (at most %d)" % max(core))
-    check(all(sum(s.values()) <= depth for s in seen),
-          "never more in flight than fio's depth %d" % depth)
+    # (a slot is busy until its SEND's completion is handled, and the host may have sent
+    # the next command by then: one more than the depth)
+    check(all(sum(s.values()) <= depth + 1 for s in seen),
+          "never more in flight than fio's depth %d, and one response completing" % depth)
     for s in samples:
         queue = io_queue(s)
         port = [p for p in s["ports"] if p["port"] == queue["port"]][0]
@@ -252,7 +254,8 @@ def top(path):
         check(q["r_mb_s"] > 0, "interval of queue %d: %.2f MB/s to the host"
               % (q["queue"], q["r_mb_s"]))
         # (a 4 KiB read: one post of its RDMA WRITE and its response)
-        check(q["wr_per_post"] >= 2 and q["qd"] <= 4,
+        # (and at most fio's depth 4 in flight, and one response completing)
+        check(q["wr_per_post"] >= 2 and q["qd"] <= 5,
               "interval of queue %d: %.2f send WRs per doorbell, %d in flight (fio's depth 4)"
               % (q["queue"], q["wr_per_post"], q["qd"]))
     devices = [d for i in intervals for d in i["devices"] if d["commands_s"] > 0]
@@ -309,11 +312,14 @@ def rejects(path, stats_path, *reasons):
     check(total == by_reason, "rejects %d = their sum by reason %d" % (total, by_reason))
     # The hostile host's truncated capsule, oversized capsule and bad keys ended queues
     # with transport errors, counted by kind on the port (the queues are gone).
-    errors = {k: sum(p["errors_by_kind"][k] for p in ports) for k in ports[0]["errors_by_kind"]}
+    errors = {}
+    for p in ports:
+        for kind, n in p["errors_by_kind"].items():
+            errors[kind] = errors.get(kind, 0) + n
     print("transport errors by kind: %s" % errors)
     for kind, case in (("short_capsule", "truncated"), ("recv", "oversized"),
                        ("rdma_read", "bad keys")):
-        check(errors[kind] >= 1, "the %s case counted a %s error" % (case, kind))
+        check(errors.get(kind, 0) >= 1, "the %s case counted a %s error" % (case, kind))
 
 
 def main():
