@@ -22,7 +22,11 @@ pub(crate) use event::{CmEvent, CmEventKind, CmHandler, ConnectRequest, HandlerH
 pub(crate) use verbs::QpCaps;
 
 use super::{addr::SocketAddr, bindings, to_result, Device};
-use core::{marker::PhantomData, ptr::NonNull};
+use core::{
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering::Relaxed},
+};
 use event::cm_handler;
 use kernel::{
     prelude::*,
@@ -36,17 +40,19 @@ use verbs::Verbs;
 ///
 /// `id` is live until `Drop`; its context is the address of the `Arc<T>` in an
 /// [`IdContext<T>`] this value owns (`KBox::into_raw`); `verbs` is `Some` exactly when
-/// `id->qp` was created by [`CmId::create_qp`].
+/// `id->qp` was created by [`CmId::create_qp`]; `listened` is set once [`CmId::listen`]
+/// was called on the id.
 pub(crate) struct CmId<T: CmHandler> {
     id: NonNull<bindings::rdma_cm_id>,
     verbs: Option<Verbs>,
+    listened: AtomicBool,
     _handler: PhantomData<Arc<T>>,
 }
 
 // SAFETY: the id may be used and destroyed from any thread (process context).
 unsafe impl<T: CmHandler> Send for CmId<T> {}
 // SAFETY: through `&CmId`, the Rust fields are only read (`verbs` is set by
-// `create_qp_with`, which takes `&mut self`), the id's `qp` is read, which RDMA CM sets in
+// `create_qp_with`, which takes `&mut self`) or atomic (`listened`), the id's `qp` is read, which RDMA CM sets in
 // `rdma_create_qp` (called under that `&mut`) and clears only in `rdma_destroy_qp`
 // (called from `Drop`), and the id is passed to RDMA CM calls that serialise on the id's
 // own locks (`handler_mutex`, the id's state lock) or only read what the id was created
@@ -91,9 +97,11 @@ impl<T: CmHandler> CmId<T> {
             )
         };
         match super::from_err_ptr(id) {
+            // INVARIANT: not listening yet.
             Ok(id) => Ok(Self {
                 id,
                 verbs: None,
+                listened: AtomicBool::new(false),
                 _handler: PhantomData,
             }),
             Err(e) => {
@@ -129,6 +137,8 @@ impl<T: CmHandler> CmId<T> {
 
     /// Listens for connection requests (after [`CmId::bind`]).
     pub(crate) fn listen(&self, backlog: i32) -> Result {
+        // INVARIANT: set before the id can listen.
+        self.listened.store(true, Relaxed);
         // SAFETY: the id is live.
         to_result(unsafe { bindings::rdma_listen(self.raw(), backlog) })
     }
@@ -150,13 +160,20 @@ impl<T: CmHandler> CmId<T> {
     /// byte or IPv6 traffic class of RoCE packets, the path's QoS class on InfiniBand.
     /// It takes effect when the route is resolved: set it first, before
     /// [`CmId::resolve_addr`], so that every record of the id carries it. May sleep.
-    pub(crate) fn set_service_type(&mut self, tos: u8) {
+    /// `EINVAL` on an id that listened: RDMA CM's device hot-plug reads a listener's
+    /// value under a lock of its own.
+    pub(crate) fn set_service_type(&mut self, tos: u8) -> Result {
+        if self.listened.load(Relaxed) {
+            return Err(EINVAL);
+        }
         // SAFETY: the id is live (type invariant). `rdma_set_service_type` writes the
         // value under the id's `qp_mutex`; the readers that do not take that lock are
-        // the id's own route resolution, connect and listen, which this crate reaches
-        // only through a borrow of the id, excluded by this `&mut`. (RDMA CM's device
-        // hot-plug reads it of listening ids under its global lock.)
+        // the id's route resolution, connect and listen, which this crate reaches only
+        // through a borrow of the id, excluded by this `&mut`, and RDMA CM's device
+        // hot-plug, which reads only listening ids, and this one never listened (type
+        // invariant: `listen` takes `&self`, excluded too).
         unsafe { bindings::rdma_set_service_type(self.raw(), tos.into()) };
+        Ok(())
     }
 
     /// Starts resolving the route; `RouteResolved` or `RouteError` follows.

@@ -203,7 +203,7 @@ impl Session {
         }
         let mut id = CmId::new(this.clone())?;
         if let Some(tos) = tos {
-            id.set_service_type(tos);
+            id.set_service_type(tos)?;
         }
         id.resolve_addr(server)?;
         this.wait_cm(CmEventKind::AddrResolved)?;

@@ -5,7 +5,7 @@
 
 use super::{to_result, CmId, IdContext, SocketAddr};
 use crate::rdma::{bindings, Device};
-use core::{cell::Cell, ffi::c_int, marker::PhantomData, ptr::NonNull};
+use core::{cell::Cell, ffi::c_int, marker::PhantomData, ptr::NonNull, sync::atomic::AtomicBool};
 use kernel::{
     prelude::*,
     sync::{Arc, ArcBorrow},
@@ -230,9 +230,11 @@ impl<'a> ConnectRequest<'a> {
             (*id).event_handler = Some(cm_handler::<C>);
         }
         self.adopted.set(true);
+        // INVARIANT: a connection's id, which never listened.
         CmId {
             id: self.id,
             verbs: None,
+            listened: AtomicBool::new(false),
             _handler: PhantomData,
         }
     }
