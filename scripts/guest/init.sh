@@ -64,8 +64,22 @@ echo "RRS-BEGIN $test_name (accel $RRS_ACCEL, $(nproc) cpus, kernel $kver)"
 echo "rrs: test $test_name begins" >/dev/kmsg
 IFS=, read -r -a args <<<"${RRS_ARGS:-}"
 cd /tmp
-bash /run/results/test.sh "${args[@]}" 2>&1 | tee /run/results/test.log
-rc=${PIPESTATUS[0]}
+# (not a pipe into tee: the test's status must not wait for the pipe's end, which a
+# background command stuck in the kernel, the very thing a test may have caught, holds)
+bash /run/results/test.sh "${args[@]}" > >(tee /run/results/test.log) 2>&1
+rc=$?
+if [ "$rc" != 0 ]; then
+	# What is stuck, for the post-mortem: the kernel's blocked tasks (sysrq w) and every
+	# busy kernel worker's stack.
+	echo w >/proc/sysrq-trigger
+	for task in /proc/[0-9]*; do
+		read -r comm <"$task/comm" 2>/dev/null || continue
+		case $comm in kworker*) ;; *) continue ;; esac
+		[ "$(cat "$task/wchan" 2>/dev/null)" = worker_thread ] && continue
+		echo "rrs: busy worker ${task#/proc/} ($comm):"
+		cat "$task/stack" 2>/dev/null
+	done >/run/results/workers.txt
+fi
 echo "rrs: test $test_name ended with status $rc" >/dev/kmsg
 # (the peer guest stops waiting for signs from a guest whose test ended)
 [ "${RRS_PAIR:-}" = 1 ] && echo "$rc" >"/run/pair/$RRS_ROLE.ended"
