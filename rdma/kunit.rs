@@ -6,7 +6,8 @@
 //! work completion reports; entries and slots refused where their type does not say),
 //! slot hand-offs (one owner at a time, resumed only by the event it was handed off to)
 //! and receive tokens ([`crate::rdma::cqe::RecvState`]: one per receive, minted by its
-//! completion and not by a duplicate, refused for another receive's post). The suites of
+//! completion and not by a duplicate, refused for another receive's post) and RDMA CM ids
+//! (a type of service refused once the id listened). The suites of
 //! memory (values published once, page lists, an MR's state, `DmaBuf`'s copies) are in
 //! `kunit_memory.rs`.
 //!
@@ -483,5 +484,35 @@ mod recv_token {
         let now = state.bind().unwrap();
         assert!(state.to_device(earlier).is_err());
         assert!(state.to_device(now).is_ok());
+    }
+}
+
+#[kunit_tests(rdma_rs_cm_id)]
+mod cm_id {
+    use crate::rdma::{CmEvent, CmHandler, CmId, SocketAddr};
+    use kernel::{
+        prelude::*,
+        sync::{Arc, ArcBorrow},
+    };
+
+    /// A handler for ids that see no event.
+    struct Quiet;
+
+    impl CmHandler for Quiet {
+        fn event(_this: ArcBorrow<'_, Self>, _event: &CmEvent<'_>) {}
+    }
+
+    /// A new id takes a type of service; one that listened refuses it (RDMA CM's device
+    /// hot-plug reads a listener's under a lock of its own), on every device or none.
+    #[test]
+    fn service_type_refused_once_listened() {
+        let new_id = || CmId::new(Arc::new(Quiet, GFP_KERNEL).expect("memory"));
+        let mut fresh = new_id().expect("an RDMA CM id");
+        assert_eq!(fresh.set_service_type(184), Ok(()));
+        let mut listener = new_id().expect("an RDMA CM id");
+        let any = SocketAddr::parse(b"0.0.0.0", 0).expect("the wildcard address");
+        assert_eq!(listener.bind(&any), Ok(()));
+        assert_eq!(listener.listen(1), Ok(()));
+        assert_eq!(listener.set_service_type(184), Err(EINVAL));
     }
 }

@@ -11,6 +11,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm 2>/dev/null
 mount -t devpts devpts /dev/pts 2>/dev/null
+# (bash's process substitution, below, goes through /dev/fd, which devtmpfs lacks)
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 for d in /tmp /run /var/tmp /var/lib /var/log /root; do [ -d "$d" ] && mount -t tmpfs tmpfs "$d"; done
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t configfs configfs /sys/kernel/config
@@ -73,9 +75,9 @@ if [ "$rc" != 0 ]; then
 	# busy kernel worker's stack.
 	echo w >/proc/sysrq-trigger
 	for task in /proc/[0-9]*; do
-		read -r comm <"$task/comm" 2>/dev/null || continue
+		read -r comm 2>/dev/null <"$task/comm" || continue
 		case $comm in kworker*) ;; *) continue ;; esac
-		[ "$(cat "$task/wchan" 2>/dev/null)" = worker_thread ] && continue
+		case $(cat "$task/wchan" 2>/dev/null) in worker_thread | rescuer_thread) continue ;; esac
 		echo "rrs: busy worker ${task#/proc/} ($comm):"
 		cat "$task/stack" 2>/dev/null
 	done >/run/results/workers.txt

@@ -611,7 +611,7 @@ host_back_limit() { [ "$1" = siw ] && echo 95 || echo 60; }
 # ours says it refused a connection because the device was going away, and once the
 # device is back the host reads back intact what was acknowledged before.
 removal_during_reconnect() {
-	local transport=$1 provider=${2:-rxe} ctrl dev slowdev fio_pid pid t0
+	local transport=$1 provider=${2:-rxe} ctrl dev slowdev fio_pid pid t0 refused stop_when stopper
 	local ns2="$NVMET/subsystems/$NQN/namespaces/2"
 	slow_nullb_add
 	nvmet_namespace "$NQN" 2 /dev/nullb_slow
@@ -628,11 +628,28 @@ removal_during_reconnect() {
 	# At least two: the host's own partition scan of the namespace reads one block at a
 	# time, and its read may be about to end; fio keeps eight in flight.)
 	wait_until 90 bash -c "read -r r w </sys/block/${slowdev#/dev/}/inflight && [ \$r -ge 2 ]"
+	refused=$(dmesg | grep -c "refusing a connection: its device is going away" || true)
 	t0=$SECONDS
 	rdma link delete "${provider}0" &
 	pid=$!
+	# Once one reconnect has landed inside the removal (and been refused), the host stops
+	# reconnecting, before the target's part of the removal ends. nvme-rdma (7.2)
+	# ignores DEVICE_REMOVAL on an id it is connecting and waits for the connection
+	# without a timeout: an attempt that binds to the device between nvme-rdma's own
+	# removal callback (which finds no connected queue, so deletes nothing) and RDMA CM's
+	# hangs the host's reconnect work, and the removal with it, for good (CI saw it once).
+	# That is the host's bug and this test's artefact: a host on another machine has no
+	# id on the target's device.
+	if [ "$transport" = nvmet_rdma_rs ]; then
+		stop_when="[ \$(dmesg | grep -c 'refusing a connection: its device is going away') -gt $refused ]"
+	else
+		stop_when="sleep 2"
+	fi
+	(wait_until 20 bash -c "$stop_when" && nvme disconnect -n "$NQN" >/dev/null) &
+	stopper=$!
 	# (and a signal to it: wait_blocked_signalled; the removal completes regardless)
 	wait_blocked_signalled "$pid" "rdma link delete ${provider}0"
+	wait "$stopper" || fail "no reconnect landed inside the removal, or the host would not stop reconnecting"
 	((SECONDS - t0 < 30)) || fail "rdma link delete returned after $((SECONDS - t0)) s (does the removal wait for a queue that came after it started?)"
 	echo "rdma link delete returned after $((SECONDS - t0)) s"
 	wait_until 10 test ! -e "/sys/class/infiniband/${provider}0"
@@ -642,7 +659,7 @@ removal_during_reconnect() {
 		wait_until 20 bash -c "! grep -q qid /sys/kernel/debug/nvmet_rdma_rs/queues"
 	fi
 
-	# The device comes back; the host, still reconnecting (its reads held), finds the
+	# The device comes back; the host (it stopped reconnecting: above) connects to the
 	# port again (ours repairs its listener; the C transport's port stays deaf after
 	# DEVICE_REMOVAL until re-enabled).
 	rdma_link_add "${provider}0" "$provider" veth0
@@ -650,18 +667,9 @@ removal_during_reconnect() {
 		nvmet_unlink 1 "$NQN"
 		nvmet_link 1 "$NQN"
 	fi
-	if compgen -G "/sys/class/nvme/nvme*" >/dev/null; then
-		wait_until "$(host_back_limit "$provider")" bash -c ". $RRS_REPO/tests/lib/nvmet.sh; host_ctrl $NQN >/dev/null"
-		ctrl=$(host_ctrl "$NQN")
-		wait_until 20 bash -c ". $RRS_REPO/tests/lib/nvmet.sh; ns_dev $ctrl 1 >/dev/null"
-		dev=$(ns_dev "$ctrl" 1)
-		wait_until 10 test -b "$dev"
-	else
-		# (the host's own removal deleted its controller)
-		wait_until 40 bash -c "nvme discover -t rdma -a $RRS_IP4_A -s 4420 >/dev/null 2>&1"
-		dev=$(host_connect "$RRS_IP4_A" 4420)
-	fi
-	# (fio's reads complete or fail with the reconnect; either is fine)
+	wait_until 40 bash -c "nvme discover -t rdma -a $RRS_IP4_A -s 4420 >/dev/null 2>&1"
+	dev=$(host_connect "$RRS_IP4_A" 4420)
+	# (fio's reads failed with the disconnect, or completed before it)
 	wait "$fio_pid" || true
 	fio_verify_only "$dev" acked --rw=write --bs=4k --size=2M
 	host_disconnect
