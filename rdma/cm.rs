@@ -56,7 +56,8 @@ unsafe impl<T: CmHandler> Send for CmId<T> {}
 // `rdma_create_qp` (called under that `&mut`) and clears only in `rdma_destroy_qp`
 // (called from `Drop`), and the id is passed to RDMA CM calls that serialise on the id's
 // own locks (`handler_mutex`, the id's state lock) or only read what the id was created
-// with: none of them races a write through another `&CmId`.
+// with: none of them races a write through another `&CmId`. (A direct poll of the QP's
+// CQ, `CmId::poll`, goes through the CQ's own lock.)
 unsafe impl<T: CmHandler> Sync for CmId<T> {}
 
 /// How long address and route resolution may take.

@@ -7,7 +7,7 @@
 //! slot hand-offs (one owner at a time, resumed only by the event it was handed off to)
 //! and receive tokens ([`crate::rdma::cqe::RecvState`]: one per receive, minted by its
 //! completion and not by a duplicate, refused for another receive's post) and RDMA CM ids
-//! (a type of service refused once the id listened). The suites of
+//! (a type of service refused once the id listened, no poll before a QP). The suites of
 //! memory (values published once, page lists, an MR's state, `DmaBuf`'s copies) are in
 //! `kunit_memory.rs`.
 //!
@@ -509,6 +509,8 @@ mod cm_id {
         let new_id = || CmId::new(Arc::new(Quiet, GFP_KERNEL).expect("memory"));
         let mut fresh = new_id().expect("an RDMA CM id");
         assert_eq!(fresh.set_service_type(184), Ok(()));
+        // (and it has no CQ to poll yet)
+        assert_eq!(fresh.poll(16), Err(crate::rdma::code::enotconn()));
         let mut listener = new_id().expect("an RDMA CM id");
         let any = SocketAddr::parse(b"0.0.0.0", 0).expect("the wildcard address");
         assert_eq!(listener.bind(&any), Ok(()));

@@ -35,7 +35,7 @@ use kernel::{
 };
 use rdma::{
     kernel_gaps::debugfs_check, ClientRegistration, DeviceLog, GlobalRkeyOptIn, IbClient,
-    SocketAddr,
+    PollContext, SocketAddr,
 };
 use session::Session;
 
@@ -60,6 +60,12 @@ module! {
             description: "type of service of the connections (krping's tos), 0 to 255: the \
                           IPv4 TOS byte or IPv6 traffic class of RoCE packets; -1: RDMA CM's \
                           default",
+        },
+        poll: u8 {
+            default: 0,
+            description: "1: the connections' completions are polled by the task that waits \
+                          for them (krping's poll, IB_POLL_DIRECT) instead of running on the \
+                          RDMA core's workqueue",
         },
     },
 }
@@ -109,6 +115,15 @@ fn type_of_service() -> Option<u8> {
     u8::try_from(*module_parameters::tos.value()).ok()
 }
 
+/// Where the connections' completions run, as given at load (checked by `init`).
+fn poll_context() -> PollContext {
+    if *module_parameters::poll.value() == 1 {
+        PollContext::Direct
+    } else {
+        PollContext::Workqueue
+    }
+}
+
 /// The admin's opt-in to the device-wide DMA rkey, if given at load.
 fn global_rkey() -> Option<GlobalRkeyOptIn> {
     unsafe_global_rkey.opt_in()
@@ -134,6 +149,7 @@ fn write_ctl(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
             &server_address()?,
             global_rkey(),
             type_of_service(),
+            poll_context(),
         ),
         b"disconnect" => {
             session.disconnect();
@@ -197,7 +213,13 @@ impl SessionFiles {
         check_files(subdir_name.as_deref())?;
         if !server.value().is_empty() {
             let address = server_address()?;
-            if let Err(e) = Session::connect(&session, &address, global_rkey(), type_of_service()) {
+            if let Err(e) = Session::connect(
+                &session,
+                &address,
+                global_rkey(),
+                type_of_service(),
+                poll_context(),
+            ) {
                 pr_warn!(
                     "session {}: cannot connect to {} yet ({:?}); use ctl to retry\n",
                     number,
@@ -268,6 +290,11 @@ impl kernel::Module for RdmaClient {
                 "tos={} is not from 0 to 255 (or -1, RDMA CM's default)\n",
                 tos
             );
+            return Err(EINVAL);
+        }
+        let poll = *module_parameters::poll.value();
+        if poll > 1 {
+            pr_err!("poll={} is not 0 or 1\n", poll);
             return Err(EINVAL);
         }
         let devices = IbClient::<DeviceLog>::register()?;

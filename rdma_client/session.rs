@@ -25,7 +25,7 @@ use kernel::{
     fmt, new_condvar, new_mutex, new_spinlock,
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex, SpinLock},
-    time::{msecs_to_jiffies, Instant, Monotonic},
+    time::{delay::fsleep, msecs_to_jiffies, Delta, Instant, Monotonic},
     workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -39,6 +39,12 @@ const CLOSE_TIMEOUT_MS: u32 = 2_000;
 /// Receive slots kept posted.
 const RECV_SLOTS: usize = 2;
 
+/// Completions a polled link runs per poll (`ib_process_cq_direct`'s budget).
+const POLL_BUDGET: u32 = 16;
+
+/// Empty polls in a row before a polling task sleeps 50 µs.
+const SPINS_BEFORE_SLEEP: u32 = 64;
+
 /// The verbs resources of a connection. Field order is drop order: buffers and MRs
 /// first, then the id (which drains and destroys QP, CQ and PD, then itself).
 struct Link {
@@ -49,6 +55,8 @@ struct Link {
     source_mr: Mr,
     sink_mr: Mr,
     id: CmId<Session>,
+    /// The QP's completions run only when a waiting task polls its CQ (`poll=1`).
+    polled: bool,
 }
 
 /// The client: its connection, its inbox, and what `reply` and `stats` show.
@@ -76,6 +84,8 @@ pub(crate) struct Session {
     /// Round trips in which the server READ the source and WROTE the sink, and bytes each way.
     served: AtomicU64,
     served_bytes: AtomicU64,
+    /// Completions that ran in a waiting task, polled (`poll=1`).
+    polled: AtomicU64,
     queue: OwnedQueue,
     #[pin]
     release_work: Work<Session>,
@@ -118,6 +128,7 @@ impl Session {
                 recv_bytes: AtomicU64::new(0),
                 served: AtomicU64::new(0),
                 served_bytes: AtomicU64::new(0),
+                polled: AtomicU64::new(0),
                 queue,
                 release_work <- new_work!("Session::release_work"),
             }),
@@ -141,6 +152,55 @@ impl Session {
                 CondVarTimeoutResult::Timeout => return Err(ETIMEDOUT),
                 CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
                 CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+            }
+        }
+    }
+
+    /// As [`Session::wait`], for what a completion of `link`'s QP brings: on a polled link
+    /// this task runs the completions, polling the CQ until `ready` finds its answer
+    /// (spinning, with a short sleep now and then so that the device's own work runs on
+    /// a busy CPU: soft providers complete from work items).
+    fn wait_completion<T>(
+        &self,
+        link: &Link,
+        mut ready: impl FnMut(&mut Inbox) -> Option<T>,
+    ) -> Result<T> {
+        if !link.polled {
+            return self.wait(ready);
+        }
+        let start = Instant::<Monotonic>::now();
+        let mut idle = 0;
+        loop {
+            {
+                let mut inbox = self.inbox.lock();
+                if let Some(found) = ready(&mut inbox) {
+                    return Ok(found);
+                }
+                if inbox.disconnected {
+                    return Err(code::enotconn());
+                }
+            }
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            if start.elapsed() > Delta::from_millis(STEP_TIMEOUT_MS.into()) {
+                return Err(ETIMEDOUT);
+            }
+            match link.id.poll(POLL_BUDGET) {
+                Ok(0) => idle += 1,
+                Ok(ran) => {
+                    self.polled.fetch_add(ran.into(), Relaxed);
+                    idle = 0;
+                }
+                // (not expected: this task, holding the link, is its only poller)
+                Err(e) if e == EBUSY => idle += 1,
+                Err(e) => return Err(e),
+            }
+            if idle >= SPINS_BEFORE_SLEEP {
+                idle = 0;
+                fsleep(Delta::from_micros(50));
+            } else {
+                core::hint::spin_loop();
             }
         }
     }
@@ -181,12 +241,13 @@ impl Session {
     }
 
     /// Connects to `server`, unless connected already (`EISCONN`), with type of service
-    /// `tos` if given.
+    /// `tos` if given, its completions run as `poll` says.
     pub(crate) fn connect(
         this: &Arc<Self>,
         server: &SocketAddr,
         global_rkey: Option<GlobalRkeyOptIn>,
         tos: Option<u8>,
+        poll: PollContext,
     ) -> Result {
         let _operation = this.operation.lock();
         if this.link.lock().is_some() {
@@ -221,7 +282,7 @@ impl Session {
             rdma_ctxs: MAX_DEPTH * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
             ..QpCaps::new(8 + MAX_DEPTH, RECV_SLOTS as u32)
         };
-        id.create_qp(pd, caps, PollContext::Workqueue)?;
+        id.create_qp(pd, caps, poll)?;
         id.resolve_route()?;
         this.wait_cm(CmEventKind::RouteResolved)?;
         let link = Link {
@@ -232,6 +293,7 @@ impl Session {
             source_mr,
             sink_mr,
             id,
+            polled: poll == PollContext::Direct,
         };
         // The server may answer as soon as it is connected: receives go up first.
         for slot in 0..RECV_SLOTS {
@@ -305,8 +367,8 @@ impl Session {
 
     /// Waits for the completion of the operation posted under `tag`; `EIO` if it failed,
     /// with its status in the log.
-    fn completed(&self, tag: Tag, what: &str) -> Result<Outcome> {
-        let wc = self.wait(|inbox| inbox.done[tag as usize].take())?;
+    fn completed(&self, link: &Link, tag: Tag, what: &str) -> Result<Outcome> {
+        let wc = self.wait_completion(link, |inbox| inbox.done[tag as usize].take())?;
         if !wc.ok {
             pr_err!(
                 "send: {} failed: {} (status {})\n",
@@ -332,7 +394,7 @@ impl Session {
     ) -> Result {
         mr.map(buf, 0, len)?;
         Self::post(this, link, SendOp::Register { mr, access }, tag)?;
-        this.completed(tag, "memory registration").map(|_| ())
+        this.completed(link, tag, "memory registration").map(|_| ())
     }
 
     /// The `send` round trip: SEND `text` with the keys of the source (holding the text) and
@@ -389,7 +451,7 @@ impl Session {
                 continue;
             }
             let invalidated = Self::post(this, link, SendOp::Invalidate { mr }, tag)
-                .and_then(|()| this.completed(tag, "local invalidate"));
+                .and_then(|()| this.completed(link, tag, "local invalidate"));
             if let Err(e) = invalidated {
                 Self::abandon(this, link, "cannot invalidate a registration", e);
                 return Err(e);
@@ -457,8 +519,8 @@ impl Session {
         };
         Self::post(this, link, send, Tag::Send)?;
         let answer = this
-            .completed(Tag::Send, "SEND")
-            .and_then(|_| this.wait(|inbox| inbox.received.take()));
+            .completed(link, Tag::Send, "SEND")
+            .and_then(|_| this.wait_completion(link, |inbox| inbox.received.take()));
         let (slot, wc, header, arrived) = match answer {
             Ok(answer) => answer,
             Err(e) => {
@@ -514,7 +576,7 @@ impl Session {
         writeln!(
             f,
             "connected {} send_msgs {} send_bytes {} recv_msgs {} recv_bytes {} \
-             read_msgs {} read_bytes {} write_msgs {} write_bytes {}",
+             read_msgs {} read_bytes {} write_msgs {} write_bytes {} polled {}",
             u8::from(this.link.lock().is_some()),
             this.send_messages.load(Relaxed),
             this.send_bytes.load(Relaxed),
@@ -524,6 +586,7 @@ impl Session {
             this.served_bytes.load(Relaxed),
             this.served.load(Relaxed),
             this.served_bytes.load(Relaxed),
+            this.polled.load(Relaxed),
         )
     }
 }

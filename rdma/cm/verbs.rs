@@ -116,12 +116,18 @@ impl Verbs {
         // Nothing may be posted behind the drain's marker: it would never complete.
         self.records.close();
         self.gate.close();
+        // A direct CQ is polled by the drain below, in this task, and by no one else
+        // meanwhile; a poll under way ends first.
+        let _polling = self.cq.hold_polling();
         // SAFETY: see the function's safety section; drained, the QP still exists. A QP
-        // with an SRQ kept here was made on it; every CQ of the layer is polled by the
-        // core's worker (`PollContext` has no other kind) and by nothing else: the layer
-        // polls none directly, and of the kernel's own users of the device's CQ pool only
+        // with an SRQ kept here was made on it, with a CQ the core's worker polls
+        // (`create_qp_with` refuses a direct one). Every CQ of the layer is polled either
+        // by the core's worker and by nothing else (the layer polls none of those
+        // directly, and of the kernel's own users of the device's CQ pool only
         // the C `nvmet-rdma` does (its SRQ drain), which cannot be loaded beside this
-        // module's transport (both register `NVMF_TRTYPE_RDMA`); nothing posts once the
+        // module's transport (both register `NVMF_TRTYPE_RDMA`)), or directly by one
+        // poller at a time, the holder of its lock (`Cq`'s invariant): here the drain, in
+        // `ib_drain_qp` (it polls a direct CQ itself). Nothing posts once the
         // gate and the records are closed (above); the QP was made with room for one
         // marker; the providers the project runs on (rxe, siw) keep the receive ordering
         // `drain_on_srq` names.
@@ -229,6 +235,10 @@ impl<T: CmHandler> CmId<T> {
         if self.verbs.is_some() {
             return Err(EEXIST);
         }
+        // (`Verbs::drain` needs the worker on a shared CQ or an SRQ's)
+        if poll == crate::rdma::PollContext::Direct && (srq.is_some() || caps.shared_cq) {
+            return Err(EINVAL);
+        }
         let device = self.device().ok_or(ENODEV)?;
         let records = KBox::pin_init(QpRecords::new(), GFP_KERNEL)?;
         // (the gate's memory, taken before the QP exists: nothing fails after its creation)
@@ -333,6 +343,20 @@ impl<T: CmHandler> CmId<T> {
             gate,
         });
         Ok(attr.cap.max_send_wr)
+    }
+
+    /// Runs, in the caller's context, the handlers of up to `budget` completions waiting
+    /// on the QP's CQ, made with [`PollContext::Direct`](crate::rdma::PollContext::Direct),
+    /// and returns how many ran. `EBUSY` while another poll or the QP's drain runs them (a
+    /// handler that polls its own CQ gets it too), `EINVAL` for a CQ the core's worker
+    /// polls or a budget above [`MAX_POLL_BUDGET`](crate::rdma::cq::MAX_POLL_BUDGET),
+    /// `ENOTCONN` before the QP exists. May sleep.
+    pub(crate) fn poll(&self, budget: u32) -> Result<u32> {
+        let verbs = self
+            .verbs
+            .as_ref()
+            .ok_or_else(crate::rdma::code::enotconn)?;
+        verbs.cq.poll(budget)
     }
 
     /// The handler of the id that owns `qp`: for completions that do not say which

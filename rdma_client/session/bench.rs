@@ -110,7 +110,7 @@ impl Session {
             if kernel::current!().signal_pending() {
                 return Err(EINTR);
             }
-            this.wait_bench(posted - (options.depth - 1).min(posted))?;
+            this.wait_bench(link, posted - (options.depth - 1).min(posted))?;
             let local = link.id.dma_local(buf, 0, options.size)?;
             let op = match options.mode {
                 Mode::Rlat => SendOp::Read {
@@ -141,13 +141,13 @@ impl Session {
             })?;
             posted += 1;
         }
-        this.wait_bench(options.count)
+        this.wait_bench(link, options.count)
     }
 
     /// Waits until at least `completed` operations of the running benchmark completed;
     /// `EIO` (with the status in the log) if one failed.
-    fn wait_bench(&self, completed: u32) -> Result {
-        let failed = self.wait(|inbox| {
+    fn wait_bench(&self, link: &Link, completed: u32) -> Result {
+        let failed = self.wait_completion(link, |inbox| {
             let bench = &mut inbox.bench;
             match bench.failed.take() {
                 Some(wc) => Some(Some(wc)),

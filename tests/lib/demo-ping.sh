@@ -157,6 +157,35 @@ demo_ping_test() {
 	grep -Ev "tos=184( |$)" /tmp/cma-trace.txt && fail "a client event without tos 184"
 	echo "count=2,size=4096,validate" >"$ping" || fail "ping with tos=184 failed"
 
+	step "poll: completions run by the task that waits for them (krping's poll, IB_POLL_DIRECT)"
+	local stats=/sys/kernel/debug/rdma_demo/stats polled
+	grep -Eq " polled 0$" "$stats" || fail "completions polled without poll=1: $(cat "$stats")"
+	rdma res show cq | grep -E "comm \[rdma_client\]" | grep -q "poll-ctx WORKQUEUE" ||
+		fail "no workqueue CQ of rdma_client: $(rdma res show cq)"
+	rmmod rdma_client
+	if modprobe rdma_client server="$ip" poll=2 2>/dev/null; then fail "rdma_client took poll=2"; fi
+	assert_dmesg "rdma_client: poll=2 is not 0 or 1"
+	modprobe rdma_client server="$ip" poll=1
+	rdma res show cq | grep -E "comm \[rdma_client\]" | tee /tmp/client-cq.txt
+	grep -q "poll-ctx DIRECT" /tmp/client-cq.txt || fail "the client's CQ is not polled directly"
+	echo "count=20,size=4096,validate" >"$ping" || fail "ping with poll=1 failed"
+	echo "mode=bw,size=4096,count=200,depth=8" >"$bench" || fail "bench bw with poll=1 failed"
+	echo "mode=wlat,size=64,count=50" >"$bench" || fail "bench wlat with poll=1 failed"
+	polled=$(sed -E 's/.* polled ([0-9]+)$/\1/' "$stats")
+	# (a validated ping: two registrations, the SEND, the DONE's receive and two local
+	# invalidations; then 250 WRITEs)
+	((polled >= 20 * 6 + 250)) || fail "only $polled completions polled: $(cat "$stats")"
+	echo "$polled completions polled by the waiting task"
+	# A signal ends a polling wait too (a long ping, cut short; mid-iteration the session
+	# disconnects, draining its QP, which polls the CQ itself).
+	(echo "count=1000000,size=65536,validate" >"$ping") &
+	pid=$!
+	sleep 3
+	kill -TERM "$pid"
+	if wait "$pid"; then fail "the interrupted polled ping reported success"; fi
+	grep -q "connected 0" "$stats" && echo connect >/sys/kernel/debug/rdma_demo/ctl
+	echo "count=2,size=4096,validate" >"$ping" || fail "ping after the interrupted polled ping failed"
+
 	step "unload"
 	rmmod rdma_client
 	rmmod rdma_server

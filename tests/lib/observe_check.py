@@ -213,10 +213,12 @@ def in_flight(samples_path, depth):
     print("in the core, reading by reading: %s" % core)
     # With DEPTH reads of 50 ms each in flight, a reading finds them in the core.
     check(max(core) >= 1, "a reading found reads in the core (at most %d)" % max(core))
-    # (a slot is busy until its SEND's completion is handled, and the host may have sent
-    # the next command by then: one more than the depth)
-    check(all(sum(s.values()) <= depth + 1 for s in seen),
-          "never more in flight than fio's depth %d, and one response completing" % depth)
+    # (a slot is busy until its SEND's completion is handled, and the host, which has the
+    # response by then, may have sent its next command in its place: each of the host's
+    # DEPTH commands may have one such response beside it, seen as 6 of 4 on a busy host)
+    check(all(sum(s.values()) <= 2 * depth for s in seen),
+          "never more in flight than twice fio's depth %d (responses completing beside "
+          "the host's next commands)" % depth)
     for s in samples:
         queue = io_queue(s)
         port = [p for p in s["ports"] if p["port"] == queue["port"]][0]
@@ -254,8 +256,8 @@ def top(path):
         check(q["r_mb_s"] > 0, "interval of queue %d: %.2f MB/s to the host"
               % (q["queue"], q["r_mb_s"]))
         # (a 4 KiB read: one post of its RDMA WRITE and its response)
-        # (and at most fio's depth 4 in flight, and one response completing)
-        check(q["wr_per_post"] >= 2 and q["qd"] <= 5,
+        # (and at most twice fio's depth 4 in flight: see in_flight)
+        check(q["wr_per_post"] >= 2 and q["qd"] <= 8,
               "interval of queue %d: %.2f send WRs per doorbell, %d in flight (fio's depth 4)"
               % (q["queue"], q["wr_per_post"], q["qd"]))
     devices = [d for i in intervals for d in i["devices"] if d["commands_s"] > 0]
