@@ -37,6 +37,10 @@ impl Mode {
 /// The most work requests `bw` keeps in flight.
 pub(crate) const MAX_DEPTH: u32 = 64;
 
+/// The WRITEs `bw` keeps in flight when `depth` is not given (at most the connection's
+/// `txdepth`).
+const DEFAULT_DEPTH: u32 = 16;
+
 /// The most operations one run may time (each keeps an 8-byte sample).
 const MAX_COUNT: u32 = 100_000;
 
@@ -51,6 +55,12 @@ pub(crate) struct BenchOptions {
     pub(crate) count: u32,
     /// Operations in flight (`bw` only; 1 otherwise).
     pub(crate) depth: u32,
+    /// Whether `depth` is the default, which a smaller `txdepth` lowers.
+    depth_is_default: bool,
+    /// krping's `duplex` (`bw` only): the server WRITEs into the client at the same time,
+    /// as many WRITEs of `size` bytes, at most
+    /// [`MAX_DUPLEX_DEPTH`](crate::protocol::MAX_DUPLEX_DEPTH) in flight.
+    pub(crate) duplex: bool,
 }
 
 impl BenchOptions {
@@ -58,8 +68,12 @@ impl BenchOptions {
     pub(crate) fn parse(text: &[u8]) -> Result<Self> {
         let text = as_text("bench", text)?;
         let mut mode = None;
-        let (mut size, mut count, mut depth) = (64, 1000, None);
+        let (mut size, mut count, mut depth, mut duplex) = (64, 1000, None, false);
         for option in text.split(',').filter(|o| !o.is_empty()) {
+            if option == "duplex" {
+                duplex = true;
+                continue;
+            }
             match option.split_once('=') {
                 Some(("mode", "wlat")) => mode = Some(Mode::Wlat),
                 Some(("mode", "rlat")) => mode = Some(Mode::Rlat),
@@ -67,7 +81,14 @@ impl BenchOptions {
                 Some(("mode", "bw")) => mode = Some(Mode::Bw),
                 Some(("size", v)) => size = number("bench", "size", v, 1, MAX_PING)?,
                 Some(("count", v)) => count = number("bench", "count", v, 1, MAX_COUNT)?,
-                Some(("depth", v)) => depth = Some(number("bench", "depth", v, 1, MAX_DEPTH)?),
+                // krping's name for it: its `bw` keeps `txdepth` WRITEs in flight.
+                Some((name @ ("depth" | "txdepth"), v)) => {
+                    if depth.is_some() {
+                        pr_err!("bench: depth and txdepth are one option: give it once\n");
+                        return Err(EINVAL);
+                    }
+                    depth = Some(number("bench", name, v, 1, MAX_DEPTH)?)
+                }
                 _ => {
                     pr_err!("bench: bad option '{}'\n", option);
                     return Err(EINVAL);
@@ -78,14 +99,19 @@ impl BenchOptions {
             pr_err!("bench: mode=wlat|rlat|slat|bw is required\n");
             return Err(EINVAL);
         };
+        let depth_is_default = depth.is_none();
         let depth = match (mode, depth) {
-            (Mode::Bw, depth) => depth.unwrap_or(16),
+            (Mode::Bw, depth) => depth.unwrap_or(DEFAULT_DEPTH),
             (_, None | Some(1)) => 1,
             (_, Some(_)) => {
                 pr_err!("bench: depth applies to mode=bw only\n");
                 return Err(EINVAL);
             }
         };
+        if duplex && mode != Mode::Bw {
+            pr_err!("bench: duplex applies to mode=bw only\n");
+            return Err(EINVAL);
+        }
         if mode == Mode::Slat && size as usize > MAX_TEXT {
             pr_err!("bench: mode=slat sends at most {} bytes\n", MAX_TEXT);
             return Err(EINVAL);
@@ -95,7 +121,26 @@ impl BenchOptions {
             size,
             count,
             depth,
+            depth_is_default,
+            duplex,
         })
+    }
+
+    /// The options for a connection whose send queue has room for `txdepth` READs or
+    /// WRITEs: the default depth lowered to it; a larger depth asked for is refused.
+    pub(crate) fn fit(mut self, txdepth: u32) -> Result<Self> {
+        if self.depth > txdepth {
+            if !self.depth_is_default {
+                pr_err!(
+                    "bench: depth={} is more than the connection's send queue holds (txdepth={} at load)\n",
+                    self.depth,
+                    txdepth
+                );
+                return Err(EINVAL);
+            }
+            self.depth = txdepth;
+        }
+        Ok(self)
     }
 }
 
@@ -158,11 +203,12 @@ impl core::fmt::Display for BenchResult {
         let o = &self.options;
         writeln!(
             f,
-            "mode {} size {} count {} depth {}",
+            "mode {} size {} count {} depth {} duplex {}",
             o.mode.name(),
             o.size,
             o.count,
-            o.depth
+            o.depth,
+            u8::from(o.duplex)
         )?;
         for (name, nanos) in ["lat_min_us", "lat_median_us", "lat_p99_us", "lat_max_us"]
             .iter()
@@ -170,7 +216,8 @@ impl core::fmt::Display for BenchResult {
         {
             micros(f, name, nanos)?;
         }
-        let bytes = u64::from(o.size) * u64::from(o.count);
+        // Duplex: the server's WRITEs as well, each way `size` times `count`.
+        let bytes = u64::from(o.size) * u64::from(o.count) * (1 + u64::from(o.duplex));
         // MB/s (10^6 bytes) with two decimals: bytes * 10^9 / ns / 10^6 * 100.
         let centi_mb_s = bytes * 100_000 / self.elapsed_ns;
         writeln!(f, "mb_s {}.{:02}", centi_mb_s / 100, centi_mb_s % 100)?;

@@ -34,10 +34,9 @@ use kernel::{
     uaccess::UserSliceReader,
 };
 use rdma::{
-    kernel_gaps::debugfs_check, ClientRegistration, DeviceLog, GlobalRkeyOptIn, IbClient,
-    PollContext, SocketAddr,
+    kernel_gaps::debugfs_check, ClientRegistration, DeviceLog, IbClient, PollContext, SocketAddr,
 };
-use session::Session;
+use session::{LinkOptions, Session};
 
 module! {
     type: RdmaClient,
@@ -60,6 +59,12 @@ module! {
             description: "type of service of the connections (krping's tos), 0 to 255: the \
                           IPv4 TOS byte or IPv6 traffic class of RoCE packets; -1: RDMA CM's \
                           default",
+        },
+        txdepth: u32 {
+            default: 64,
+            description: "krping's txdepth, 1 to 64: the connections' send queue room for a \
+                          bench's READs and WRITEs in flight (bench depth= at most this; \
+                          its default depth is 16, or this if less)",
         },
         poll: u8 {
             default: 0,
@@ -110,23 +115,18 @@ fn server_address() -> Result<SocketAddr> {
         .inspect_err(|_| pr_err!("server: not an IPv4 or IPv6 address\n"))
 }
 
-/// The type of service given at load, if any (checked by `init`).
-fn type_of_service() -> Option<u8> {
-    u8::try_from(*module_parameters::tos.value()).ok()
-}
-
-/// Where the connections' completions run, as given at load (checked by `init`).
-fn poll_context() -> PollContext {
-    if *module_parameters::poll.value() == 1 {
-        PollContext::Direct
-    } else {
-        PollContext::Workqueue
+/// How the sessions connect, as given at load (checked by `init`).
+fn link_options() -> LinkOptions {
+    LinkOptions {
+        global_rkey: unsafe_global_rkey.opt_in(),
+        tos: u8::try_from(*module_parameters::tos.value()).ok(),
+        poll: if *module_parameters::poll.value() == 1 {
+            PollContext::Direct
+        } else {
+            PollContext::Workqueue
+        },
+        txdepth: *module_parameters::txdepth.value(),
     }
-}
-
-/// The admin's opt-in to the device-wide DMA rkey, if given at load.
-fn global_rkey() -> Option<GlobalRkeyOptIn> {
-    unsafe_global_rkey.opt_in()
 }
 
 fn write_ping(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
@@ -144,13 +144,7 @@ fn write_bench(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
 fn write_ctl(session: &Arc<Session>, reader: &mut UserSliceReader) -> Result {
     let (input, len) = read_input::<32>(reader, "ctl")?;
     match &input[..len] {
-        b"connect" => Session::connect(
-            session,
-            &server_address()?,
-            global_rkey(),
-            type_of_service(),
-            poll_context(),
-        ),
+        b"connect" => Session::connect(session, &server_address()?, &link_options()),
         b"disconnect" => {
             session.disconnect();
             Ok(())
@@ -213,13 +207,7 @@ impl SessionFiles {
         check_files(subdir_name.as_deref())?;
         if !server.value().is_empty() {
             let address = server_address()?;
-            if let Err(e) = Session::connect(
-                &session,
-                &address,
-                global_rkey(),
-                type_of_service(),
-                poll_context(),
-            ) {
+            if let Err(e) = Session::connect(&session, &address, &link_options()) {
                 pr_warn!(
                     "session {}: cannot connect to {} yet ({:?}); use ctl to retry\n",
                     number,
@@ -289,6 +277,15 @@ impl kernel::Module for RdmaClient {
             pr_err!(
                 "tos={} is not from 0 to 255 (or -1, RDMA CM's default)\n",
                 tos
+            );
+            return Err(EINVAL);
+        }
+        let txdepth = *module_parameters::txdepth.value();
+        if !(1..=bench::MAX_DEPTH).contains(&txdepth) {
+            pr_err!(
+                "txdepth={} is not from 1 to {}\n",
+                txdepth,
+                bench::MAX_DEPTH
             );
             return Err(EINVAL);
         }

@@ -13,7 +13,7 @@ mod bench;
 mod inbox;
 mod ping;
 
-use crate::bench::{BenchResult, MAX_DEPTH};
+use crate::bench::BenchResult;
 use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
 use crate::rdma::{
     access, code, rw, CmEvent, CmEventKind, CmHandler, CmId, DmaBuf, GlobalRkeyOptIn, Mr,
@@ -37,7 +37,7 @@ const STEP_TIMEOUT_MS: u32 = 10_000;
 const CLOSE_TIMEOUT_MS: u32 = 2_000;
 
 /// Receive slots kept posted.
-const RECV_SLOTS: usize = 2;
+pub(super) const RECV_SLOTS: usize = 2;
 
 /// Completions a polled link runs per poll (`ib_process_cq_direct`'s budget).
 const POLL_BUDGET: u32 = 16;
@@ -57,7 +57,27 @@ struct Link {
     id: CmId<Session>,
     /// The QP's completions run only when a waiting task polls its CQ (`poll=1`).
     polled: bool,
+    /// The most READs or WRITEs a bench may keep in flight (`txdepth`).
+    txdepth: u32,
 }
+
+/// How a session connects: the module parameters given at load (checked there).
+#[derive(Clone, Copy)]
+pub(crate) struct LinkOptions {
+    /// The admin's opt-in to the device-wide DMA rkey (`unsafe_global_rkey=1`).
+    pub(crate) global_rkey: Option<GlobalRkeyOptIn>,
+    /// The CM id's type of service (krping's `tos`), if given.
+    pub(crate) tos: Option<u8>,
+    /// Where completions run (krping's `poll`: [`PollContext::Direct`]).
+    pub(crate) poll: PollContext,
+    /// krping's `txdepth`: the send queue's room for a bench's READs and WRITEs, 1 to
+    /// [`MAX_DEPTH`](crate::bench::MAX_DEPTH) (the queue has [`OWN_SEND_WRS`] more).
+    pub(crate) txdepth: u32,
+}
+
+/// Send queue entries beyond `txdepth`: a ping's or a `send`'s registrations, SEND and
+/// invalidations, and a duplex bench's sink registration, each awaited.
+const OWN_SEND_WRS: u32 = 8;
 
 /// The client: its connection, its inbox, and what `reply` and `stats` show.
 #[pin_data]
@@ -108,7 +128,8 @@ impl Session {
                     disconnected: false,
                     cm_closed: false,
                     done: [const { None }; TAGS],
-                    received: None,
+                    received: [const { None }; RECV_SLOTS],
+                    arrivals: 0,
                     invalidatable: None,
                     bench: BenchProgress {
                         run: 0,
@@ -240,15 +261,14 @@ impl Session {
         }
     }
 
-    /// Connects to `server`, unless connected already (`EISCONN`), with type of service
-    /// `tos` if given, its completions run as `poll` says.
-    pub(crate) fn connect(
-        this: &Arc<Self>,
-        server: &SocketAddr,
-        global_rkey: Option<GlobalRkeyOptIn>,
-        tos: Option<u8>,
-        poll: PollContext,
-    ) -> Result {
+    /// Connects to `server` as `options` say, unless connected already (`EISCONN`).
+    pub(crate) fn connect(this: &Arc<Self>, server: &SocketAddr, options: &LinkOptions) -> Result {
+        let LinkOptions {
+            global_rkey,
+            tos,
+            poll,
+            txdepth,
+        } = *options;
         let _operation = this.operation.lock();
         if this.link.lock().is_some() {
             return Err(code::eisconn());
@@ -258,7 +278,7 @@ impl Session {
             inbox.cm = None;
             inbox.disconnected = false;
             inbox.cm_closed = false;
-            inbox.received = None;
+            inbox.received = [const { None }; RECV_SLOTS];
             inbox.invalidatable = None;
             inbox.done = [const { None }; TAGS];
         }
@@ -276,11 +296,12 @@ impl Session {
         let send = DmaBuf::new(device, SLOT_SIZE)?;
         let source = DmaBuf::new(device, MAX_TEXT)?;
         let sink = DmaBuf::new(device, MAX_TEXT)?;
-        // The bench's READs and WRITEs go through `rdma_rw` contexts (`depth` at a time),
-        // which iWARP devices register through MRs from the QP's pool.
+        // The bench's READs and WRITEs go through `rdma_rw` contexts (`depth` at a time, at
+        // most `txdepth`), which iWARP devices register through MRs from the QP's pool; a
+        // ping or a `send` keeps at most two requests of its own in flight.
         let caps = QpCaps {
-            rdma_ctxs: MAX_DEPTH * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
-            ..QpCaps::new(8 + MAX_DEPTH, RECV_SLOTS as u32)
+            rdma_ctxs: txdepth * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
+            ..QpCaps::new(OWN_SEND_WRS + txdepth, RECV_SLOTS as u32)
         };
         id.create_qp(pd, caps, poll)?;
         id.resolve_route()?;
@@ -294,6 +315,7 @@ impl Session {
             sink_mr,
             id,
             polled: poll == PollContext::Direct,
+            txdepth,
         };
         // The server may answer as soon as it is connected: receives go up first.
         for slot in 0..RECV_SLOTS {
@@ -346,7 +368,7 @@ impl Session {
             if let (Some(mr), Some(_)) = (&watched, wc.invalidated_rkey) {
                 outcome.watched_invalidated = mr.note_remote_invalidate(wc).is_ok();
             }
-            inbox.received = Some((slot, outcome, header, Instant::now()));
+            inbox.receive(slot, outcome, header);
             drop(inbox);
             // (the MR's clone goes outside the lock)
             drop(watched);
@@ -447,15 +469,21 @@ impl Session {
             .into_iter()
             .zip([Tag::InvalidateSource, Tag::InvalidateSink])
         {
-            if !mr.is_valid() || this.inbox.lock().disconnected {
-                continue;
-            }
-            let invalidated = Self::post(this, link, SendOp::Invalidate { mr }, tag)
-                .and_then(|()| this.completed(link, tag, "local invalidate"));
-            if let Err(e) = invalidated {
-                Self::abandon(this, link, "cannot invalidate a registration", e);
-                return Err(e);
-            }
+            Self::invalidate_one(this, link, mr, tag)?;
+        }
+        Ok(())
+    }
+
+    /// Invalidates `mr` under `tag` if it is still registered; as [`Session::invalidate`].
+    fn invalidate_one(this: &Arc<Self>, link: &Link, mr: &Mr, tag: Tag) -> Result {
+        if !mr.is_valid() || this.inbox.lock().disconnected {
+            return Ok(());
+        }
+        let invalidated = Self::post(this, link, SendOp::Invalidate { mr }, tag)
+            .and_then(|()| this.completed(link, tag, "local invalidate"));
+        if let Err(e) = invalidated {
+            Self::abandon(this, link, "cannot invalidate a registration", e);
+            return Err(e);
         }
         Ok(())
     }
@@ -518,11 +546,24 @@ impl Session {
             invalidate: None,
         };
         Self::post(this, link, send, Tag::Send)?;
-        let answer = this
-            .completed(link, Tag::Send, "SEND")
-            .and_then(|_| this.wait_completion(link, |inbox| inbox.received.take()));
-        let (slot, wc, header, arrived) = match answer {
-            Ok(answer) => answer,
+        if let Err(e) = this.completed(link, Tag::Send, "SEND") {
+            Self::abandon(this, link, "no answer from the server", e);
+            return Err(e);
+        }
+        this.send_messages.fetch_add(1, Relaxed);
+        this.send_bytes.fetch_add(total.into(), Relaxed);
+        Self::answer(this, link, seq)
+    }
+
+    /// Waits for the server's next message, re-posts its receive, and returns it if it is
+    /// DONE for `seq`, with what its receive's completion reported and when it arrived.
+    fn answer(
+        this: &Arc<Self>,
+        link: &Link,
+        seq: u32,
+    ) -> Result<(Message, Outcome, Instant<Monotonic>)> {
+        let (slot, received) = match this.wait_completion(link, Inbox::take_received) {
+            Ok(received) => received,
             Err(e) => {
                 // The server may still READ or WRITE the buffers this request advertised
                 // (with `mem_mode=dma`, through the device-wide key).
@@ -530,8 +571,7 @@ impl Session {
                 return Err(e);
             }
         };
-        this.send_messages.fetch_add(1, Relaxed);
-        this.send_bytes.fetch_add(total.into(), Relaxed);
+        let wc = received.outcome;
         if !wc.ok {
             pr_err!(
                 "receive failed: {}\n",
@@ -540,12 +580,12 @@ impl Session {
             return Err(EIO);
         }
         Self::post_recv(this, link, slot)?;
-        let done = Message::decode(&header, wc.byte_len as usize)?;
+        let done = Message::decode(&received.header, wc.byte_len as usize)?;
         if done.kind != Kind::Done || done.seq != seq {
             pr_err!("unexpected answer from the server\n");
             return Err(code::eproto());
         }
-        Ok((done, wc, arrived))
+        Ok((done, wc, received.arrived))
     }
 
     /// Disconnects and releases the connection (for `ctl` and unload).

@@ -13,7 +13,9 @@
 
 mod transfer;
 
-use crate::protocol::{Kind, Message, HEADER_SIZE, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE};
+use crate::protocol::{
+    Kind, Message, HEADER_SIZE, MAX_DUPLEX_DEPTH, MAX_TEXT, MAX_TRANSFER_PAGES, SLOT_SIZE,
+};
 use crate::rdma::{
     lifecycle::{Accepted, Lifecycle},
     rw, CmEvent, CmEventKind, CmHandler, CmId, ConnectRequest, DmaBuf, HandlerHeld, IdContext, Mr,
@@ -139,6 +141,17 @@ impl Registered {
         let mr = Mr::new(pd, buf.pages(0, len))?;
         Ok(Self { buf, mr })
     }
+}
+
+/// Whether a SEND answers its message for the last time. A slot's receive is re-posted
+/// only after its last answer: the answers share the slot's send buffer, and the client
+/// cannot send into the slot before it is answered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// More answers follow (a duplex BENCH's first DONE).
+    More,
+    /// The last answer.
+    Last,
 }
 
 /// Counters of one kind of transfer.
@@ -293,10 +306,12 @@ impl Connection {
             Err(e) => return Err((e, id)),
         };
         // The PING READs and WRITEs go through `rdma_rw` contexts (one per message being
-        // served), which iWARP devices register through MRs from the QP's pool.
+        // served, and a duplex BENCH's WRITEs in flight), which iWARP devices register
+        // through MRs from the QP's pool.
         let caps = QpCaps {
-            rdma_ctxs: RECV_SLOTS as u32 * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
-            ..QpCaps::new(4 * RECV_SLOTS as u32, RECV_SLOTS as u32)
+            rdma_ctxs: (RECV_SLOTS as u32 + MAX_DUPLEX_DEPTH)
+                * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
+            ..QpCaps::new(4 * RECV_SLOTS as u32 + MAX_DUPLEX_DEPTH, RECV_SLOTS as u32)
         };
         if let Err(e) = id.create_qp(pd, caps, PollContext::Workqueue) {
             return Err((e, id));
@@ -403,16 +418,18 @@ impl Connection {
         invalidate: Option<u32>,
     ) -> Result {
         let done = Message::new(Kind::Done, seq, length);
-        Self::send_message(this, link, slot, &done, invalidate)
+        Self::send_message(this, link, slot, &done, invalidate, Answer::Last)
     }
 
-    /// SENDs `done` for the message in `slot`; its completion re-posts the slot's receive.
+    /// SENDs `done` for the message in `slot`; the completion of its last answer re-posts
+    /// the slot's receive.
     fn send_message(
         this: &Arc<Self>,
         link: &Link,
         slot: usize,
         done: &Message,
         invalidate: Option<u32>,
+        answer: Answer,
     ) -> Result {
         link.send.copy_in(slot * HEADER_SIZE, &done.encode())?;
         let qp = link.id.qp().ok_or(EINVAL)?;
@@ -425,6 +442,9 @@ impl Connection {
                 return;
             }
             connection.sends.add(HEADER_SIZE as u32);
+            if answer == Answer::More {
+                return;
+            }
             let guard = connection.lifecycle.link();
             if let Some(link) = &*guard {
                 if Self::post_recv(&connection, link, slot).is_err() {

@@ -22,6 +22,12 @@
 //! | 48     | n    | text (TEXT) or payload (ECHO)                      |
 //!
 //! DONE answering BENCH carries the server's scratch buffer in its sink field.
+//!
+//! A BENCH with [`FLAG_DUPLEX`] (krping's `duplex`) also asks the server to WRITE
+//! `length` bytes into the client's sink `source.len` times, `source.rkey` WRITEs in
+//! flight (at most [`MAX_DUPLEX_DEPTH`]); `source.addr` is 0. The server answers with two
+//! DONEs: the first advertises its scratch buffer, the second, with [`FLAG_DUPLEX`], says
+//! its WRITEs have all completed.
 
 #![forbid(unsafe_code)]
 
@@ -60,6 +66,16 @@ pub(crate) const FLAG_SERVER_INVALIDATE: u8 = 1;
 
 /// PING flag: READ into a server MR with RDMA_READ_WITH_INV (iWARP devices only).
 pub(crate) const FLAG_READ_INVALIDATE: u8 = 2;
+
+/// BENCH flag: the server WRITEs into the client's sink too (krping's `duplex`); on DONE:
+/// the server's WRITEs of a duplex BENCH are complete.
+pub(crate) const FLAG_DUPLEX: u8 = 4;
+
+/// The most WRITEs the server keeps in flight for a duplex BENCH.
+pub(crate) const MAX_DUPLEX_DEPTH: u32 = 8;
+
+/// The most WRITEs a duplex BENCH may ask of the server.
+pub(crate) const MAX_DUPLEX_COUNT: u32 = 100_000;
 
 /// A remote buffer field that describes nothing.
 const NO_BUFFER: RemoteBuf = RemoteBuf {
@@ -140,7 +156,8 @@ impl Message {
 
     /// Decodes the header of a received message of `received` bytes; `EPROTO` for a short
     /// message, a wrong magic, an unknown kind, a TEXT or ECHO whose text did not all
-    /// arrive, or a PING or BENCH length out of range.
+    /// arrive, a PING or BENCH length out of range, or a duplex BENCH whose sink, count or
+    /// depth is.
     pub(crate) fn decode(bytes: &[u8; HEADER_SIZE], received: usize) -> Result<Self> {
         if received < HEADER_SIZE || u32_at(bytes, 0) != MAGIC {
             return Err(code::eproto());
@@ -176,7 +193,14 @@ impl Message {
                     || message.source.len < message.length
                     || message.sink.len < message.length
             }
-            Kind::Bench => message.length == 0 || message.length > MAX_PING,
+            Kind::Bench => {
+                message.length == 0
+                    || message.length > MAX_PING
+                    || (message.flags & FLAG_DUPLEX != 0
+                        && (message.sink.len < message.length
+                            || !(1..=MAX_DUPLEX_COUNT).contains(&message.source.len)
+                            || !(1..=MAX_DUPLEX_DEPTH).contains(&message.source.rkey)))
+            }
             Kind::Done => false,
         };
         if bad_length {

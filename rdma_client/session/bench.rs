@@ -4,10 +4,10 @@
 
 #![forbid(unsafe_code)]
 
-use super::{BenchProgress, Link, Session};
+use super::{BenchProgress, Link, Session, Tag};
 use crate::bench::{BenchOptions, BenchResult, Mode};
-use crate::protocol::{Kind, Message, MAX_TEXT};
-use crate::rdma::{code, DmaBuf, SendOp};
+use crate::protocol::{Kind, Message, FLAG_DUPLEX, MAX_DUPLEX_DEPTH, MAX_TEXT};
+use crate::rdma::{access, code, DmaBuf, Mr, RemoteBuf, SendOp};
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::{
     fmt,
@@ -22,6 +22,7 @@ impl Session {
         let _operation = this.operation.lock();
         let guard = this.link.lock();
         let link = guard.as_ref().ok_or_else(code::enotconn)?;
+        let options = &options.fit(link.txdepth)?;
         *this.bench_result.lock() = None;
         let device = link.id.device().ok_or(ENODEV)?;
         let size = options.size;
@@ -88,7 +89,8 @@ impl Session {
     }
 
     /// `wlat`, `rlat`, `bw`: RDMA WRITEs or READs against the server's scratch buffer,
-    /// `depth` at a time.
+    /// `depth` at a time; with `duplex`, the server WRITEs into a sink of the client's
+    /// meanwhile, and the run ends with its second DONE.
     fn bench_rdma(
         this: &Arc<Self>,
         link: &Link,
@@ -97,8 +99,60 @@ impl Session {
         run: u32,
     ) -> Result {
         let seq = this.seq.fetch_add(1, Relaxed);
-        let request = Message::new(Kind::Bench, seq, options.size);
+        let mut request = Message::new(Kind::Bench, seq, options.size);
+        let duplex_sink = if options.duplex {
+            let sink = Self::duplex_sink(this, link, options.size)?;
+            request.flags = FLAG_DUPLEX;
+            request.sink = sink.remote()?;
+            request.source = RemoteBuf {
+                addr: 0,
+                rkey: options.depth.min(MAX_DUPLEX_DEPTH),
+                len: options.count,
+            };
+            Some(sink)
+        } else {
+            None
+        };
         let (done, _, _) = Self::request(this, link, &request, &[])?;
+        let ran = Self::post_all(this, link, options, buf, run, &done);
+        let Some(sink) = duplex_sink else {
+            return ran;
+        };
+        // The server's second DONE: its WRITEs into the sink have all completed. Until then
+        // it may write there, so a run that ends before it abandons the connection.
+        let finished = ran
+            .and_then(|()| Self::answer(this, link, seq))
+            .and_then(|(done, _, _)| {
+                if done.flags & FLAG_DUPLEX == 0 {
+                    pr_err!("bench: the server did not confirm its duplex WRITEs\n");
+                    return Err(code::eproto());
+                }
+                Ok(())
+            });
+        if let Err(e) = finished {
+            if !this.inbox.lock().disconnected {
+                Self::abandon(
+                    this,
+                    link,
+                    "the server may still WRITE into the duplex sink",
+                    e,
+                );
+            }
+            return Err(e);
+        }
+        Self::invalidate_one(this, link, &sink, Tag::InvalidateSink)
+    }
+
+    /// Posts the run's `count` READs or WRITEs against the scratch buffer `done`
+    /// advertised, `depth` in flight, and waits for the last.
+    fn post_all(
+        this: &Arc<Self>,
+        link: &Link,
+        options: &BenchOptions,
+        buf: &DmaBuf,
+        run: u32,
+        done: &Message,
+    ) -> Result {
         let remote = done.sink;
         if done.kind != Kind::Done || remote.len < options.size {
             pr_err!("bench: the server advertised no usable scratch buffer\n");
@@ -142,6 +196,17 @@ impl Session {
             posted += 1;
         }
         this.wait_bench(link, options.count)
+    }
+
+    /// The sink of the server's duplex WRITEs: `size` bytes registered for remote writes.
+    fn duplex_sink(this: &Arc<Self>, link: &Link, size: u32) -> Result<Mr> {
+        let device = link.id.device().ok_or(ENODEV)?;
+        let pd = link.id.pd().ok_or(ENODEV)?;
+        let buf = DmaBuf::new(device, size as usize)?;
+        let mr = Mr::new(pd, buf.pages(0, size as usize))?;
+        let access = access::LOCAL_WRITE | access::REMOTE_WRITE;
+        Self::register(this, link, &mr, &buf, size, access, Tag::RegisterSink)?;
+        Ok(mr)
     }
 
     /// Waits until at least `completed` operations of the running benchmark completed;

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::RECV_SLOTS;
 use crate::protocol::HEADER_SIZE;
 use crate::rdma::{CmEventKind, Mr, WorkCompletion};
 use kernel::{
@@ -67,13 +68,48 @@ pub(super) struct Inbox {
     pub(super) cm_closed: bool,
     /// Send queue completions, by tag.
     pub(super) done: [Option<Outcome>; TAGS],
-    /// A received message: slot, completion, header, and when it arrived.
-    pub(super) received: Option<(usize, Outcome, [u8; HEADER_SIZE], Instant<Monotonic>)>,
+    /// The received messages not yet taken, by receive slot ([`Inbox::take_received`]).
+    pub(super) received: [Option<Received>; RECV_SLOTS],
+    /// Receives completed on this connection: orders [`Inbox::received`].
+    pub(super) arrivals: u64,
     /// The MR the server may invalidate with its next message (SEND_WITH_INV): the
     /// receive's handler notes it invalid if its completion says so (only a completion can).
     pub(super) invalidatable: Option<Mr>,
     /// The running benchmark's completions.
     pub(super) bench: BenchProgress,
+}
+
+/// A received message: its completion, header, when it arrived, and its place in the
+/// order of arrival.
+pub(super) struct Received {
+    pub(super) outcome: Outcome,
+    pub(super) header: [u8; HEADER_SIZE],
+    pub(super) arrived: Instant<Monotonic>,
+    pub(super) order: u64,
+}
+
+impl Inbox {
+    /// Notes the message received in `slot`.
+    pub(super) fn receive(&mut self, slot: usize, outcome: Outcome, header: [u8; HEADER_SIZE]) {
+        self.arrivals += 1;
+        if let Some(entry) = self.received.get_mut(slot) {
+            *entry = Some(Received {
+                outcome,
+                header,
+                arrived: Instant::now(),
+                order: self.arrivals,
+            });
+        }
+    }
+
+    /// Takes the earliest received message not taken yet, and its slot. (A server answers a
+    /// duplex BENCH twice: both answers may have arrived before the first is taken.)
+    pub(super) fn take_received(&mut self) -> Option<(usize, Received)> {
+        let slot = (0..RECV_SLOTS)
+            .filter(|&slot| self.received[slot].is_some())
+            .min_by_key(|&slot| self.received[slot].as_ref().map_or(0, |r| r.order))?;
+        Some((slot, self.received[slot].take()?))
+    }
 }
 
 /// Completions of the benchmark run numbered `run`; late ones of an interrupted earlier

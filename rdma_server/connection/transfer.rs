@@ -1,15 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The server's side of krping's `ping` and `bench`: RDMA READ of the client's source
-//! (through an MR registered for it with `read_inv`), RDMA WRITE to its sink, then DONE.
+//! (through an MR registered for it with `read_inv`), RDMA WRITE to its sink, then DONE;
+//! a duplex BENCH's own WRITEs.
 
 #![forbid(unsafe_code)]
 
-use super::{Connection, Link, Registered};
-use crate::protocol::{Kind, Message, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE};
+use super::{Answer, Connection, Link, Registered};
+use crate::protocol::{Kind, Message, FLAG_DUPLEX, FLAG_READ_INVALIDATE, FLAG_SERVER_INVALIDATE};
 use crate::rdma::{access, DmaBuf, Local, Mr, RemoteBuf, SendOp, WorkCompletion};
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use kernel::{prelude::*, sync::Arc};
+
+/// The server's WRITEs of a duplex BENCH (krping's `duplex`): `message.source.len` of
+/// `message.length` bytes from `buf` into the client's sink, at most `message.source.rkey`
+/// in flight. Its completions run one at a time on the connection's CQ.
+struct DuplexWrites {
+    /// The BENCH, as decoded (its count, depth and sink checked).
+    message: Message,
+    /// The scratch buffer the WRITEs read.
+    buf: DmaBuf,
+    /// WRITEs posted, and completed.
+    posted: AtomicU32,
+    completed: AtomicU32,
+}
 
 impl Connection {
     /// A PING: READ the client's source into the PING buffer (with `read_inv`, through an
@@ -74,11 +88,25 @@ impl Connection {
     }
 
     /// A BENCH: register a scratch buffer of `message.length` bytes for the client's READs
-    /// and WRITEs, and advertise it in DONE once the registration completed.
+    /// and WRITEs, and advertise it in DONE once the registration completed. A duplex
+    /// BENCH then WRITEs from that buffer into the client's sink ([`Self::duplex_write`]).
     pub(super) fn bench(this: &Arc<Self>, link: &Link, slot: usize, message: Message) -> Result {
         let scratch = Registered::new(link, message.length as usize)?;
         scratch.mr.map(&scratch.buf, 0, message.length)?;
         let mr = scratch.mr.clone();
+        let duplex = if message.flags & FLAG_DUPLEX != 0 {
+            Some(Arc::new(
+                DuplexWrites {
+                    message,
+                    buf: scratch.buf.clone(),
+                    posted: AtomicU32::new(0),
+                    completed: AtomicU32::new(0),
+                },
+                GFP_KERNEL,
+            )?)
+        } else {
+            None
+        };
         // The previous scratch buffer, if any, is released here: its MR, with the last of
         // its clones (a completion may still hold one), which deregisters it, and then the
         // buffer it keeps.
@@ -100,13 +128,77 @@ impl Connection {
                     sink: remote,
                     ..Message::new(Kind::Done, message.seq, message.length)
                 };
-                Self::send_message(&connection, link, slot, &done, None)
+                let Some(writes) = &duplex else {
+                    return Self::send_message(&connection, link, slot, &done, None, Answer::Last);
+                };
+                Self::send_message(&connection, link, slot, &done, None, Answer::More)?;
+                let depth = message.source.rkey.min(message.source.len);
+                (0..depth).try_for_each(|_| Self::duplex_write(&connection, link, slot, writes))
             });
             if let Err(e) = done {
                 drop(guard);
                 connection.abort("cannot answer BENCH", e);
             }
         })
+    }
+
+    /// Posts the next WRITE of a duplex BENCH: `length` bytes of the scratch buffer into
+    /// the client's sink. Its completion posts the next, or after the last SENDs the
+    /// second DONE, which re-posts the slot's receive.
+    fn duplex_write(
+        this: &Arc<Self>,
+        link: &Link,
+        slot: usize,
+        writes: &Arc<DuplexWrites>,
+    ) -> Result {
+        let message = &writes.message;
+        let qp = link.id.qp().ok_or(EINVAL)?;
+        let local = link.id.dma_local(&writes.buf, 0, message.length)?;
+        let remote = RemoteBuf {
+            len: message.length,
+            ..message.sink
+        };
+        let connection = this.clone();
+        let next = writes.clone();
+        writes.posted.fetch_add(1, Relaxed);
+        qp.post_send(SendOp::Write { local, remote }, move |wc| {
+            Self::duplex_written(connection, slot, next, wc)
+        })
+    }
+
+    /// A WRITE of a duplex BENCH completed.
+    fn duplex_written(
+        this: Arc<Self>,
+        slot: usize,
+        writes: Arc<DuplexWrites>,
+        wc: &WorkCompletion,
+    ) {
+        if !this.check(wc, c"duplex RDMA WRITE") {
+            return;
+        }
+        let message = &writes.message;
+        this.writes.add(message.length);
+        let completed = writes.completed.fetch_add(1, Relaxed) + 1;
+        let count = message.source.len;
+        let guard = this.lifecycle.link();
+        let Some(link) = &*guard else {
+            return;
+        };
+        let result = if writes.posted.load(Relaxed) < count {
+            Self::duplex_write(&this, link, slot, &writes)
+        } else if completed == count {
+            let done = Message {
+                flags: FLAG_DUPLEX,
+                ..Message::new(Kind::Done, message.seq, message.length)
+            };
+            Self::send_message(&this, link, slot, &done, None, Answer::Last)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = result {
+            drop(guard);
+            this.abort("cannot go on with a duplex BENCH", e);
+        }
     }
 
     /// RDMA READs `message.length` bytes from the client's source into `buf` at `offset`;

@@ -87,6 +87,29 @@ demo_ping_test() {
 	expect_write_error "$bench" "mode=foo" "Invalid argument"
 	assert_dmesg "bench: bad option 'mode=foo'"
 
+	step "duplex: the server WRITEs into the client during the client's bw (krping's duplex)"
+	local conns=/sys/kernel/debug/rdma_server/connections writes_before writes_after a b c d
+	# (the server's WRITE counter: "write <messages>/<bytes>" of the newest connection)
+	writes_before=$(tail -n 1 "$conns" | sed -E 's/.* write ([0-9]+)\/([0-9]+) .*/\1 \2/')
+	echo "mode=bw,size=65536,count=100,txdepth=8,duplex" >"$bench" || fail "bench bw duplex failed"
+	out=$(cat "$bench")
+	writes_after=$(tail -n 1 "$conns" | sed -E 's/.* write ([0-9]+)\/([0-9]+) .*/\1 \2/')
+	echo "$out" | grep -q "^mode bw size 65536 count 100 depth 8 duplex 1$" || fail "bench duplex: $out"
+	# Both ways count: mb_s is twice the client's WRITEs' ops_s x size.
+	echo "$out" | awk '$1 == "ops_s" { ops = $2 } $1 == "mb_s" { mb = $2 }
+		END { exit !(mb >= 2 * (ops - 1) * 65536 / 1e6 - 0.01 && mb <= 2 * (ops + 1) * 65536 / 1e6 + 0.01) }' ||
+		fail "bench duplex: mb_s is not both ways' bytes: $out"
+	read -r a b <<<"$writes_before"
+	read -r c d <<<"$writes_after"
+	((c - a == 100 && d - b == 100 * 65536)) ||
+		fail "the server's duplex WRITEs: $writes_before -> $writes_after, wanted 100 more of 64 KiB"
+	echo "duplex: $(echo "$out" | grep -E 'mb_s' | tr '\n' ' ')and the server wrote $((c - a)) x 64 KiB"
+	echo "mode=bw,size=1048576,count=8,depth=4,duplex" >"$bench" || fail "bench bw duplex of 1 MiB failed"
+	expect_write_error "$bench" "mode=wlat,duplex" "Invalid argument"
+	assert_dmesg "bench: duplex applies to mode=bw only"
+	expect_write_error "$bench" "mode=bw,depth=4,txdepth=4" "Invalid argument"
+	assert_dmesg "bench: depth and txdepth are one option"
+
 	step "validation compares: a byte the server damages is caught"
 	echo 1 >/sys/kernel/debug/rdma_server/corrupt_next
 	expect_write_error "$ping" "count=1,size=4096,validate" "Input/output error"
@@ -175,6 +198,7 @@ demo_ping_test() {
 	echo "count=20,size=4096,validate" >"$ping" || fail "ping with poll=1 failed"
 	echo "mode=bw,size=4096,count=200,depth=8" >"$bench" || fail "bench bw with poll=1 failed"
 	echo "mode=wlat,size=64,count=50" >"$bench" || fail "bench wlat with poll=1 failed"
+	echo "mode=bw,size=4096,count=50,depth=4,duplex" >"$bench" || fail "bench bw duplex with poll=1 failed"
 	polled=$(sed -E 's/.* polled ([0-9]+)$/\1/' "$stats")
 	# (a validated ping: two registrations, the SEND, the DONE's receive and two local
 	# invalidations; then 250 WRITEs)
@@ -189,6 +213,19 @@ demo_ping_test() {
 	if wait "$pid"; then fail "the interrupted polled ping reported success"; fi
 	grep -q "connected 0" "$stats" && echo connect >/sys/kernel/debug/rdma_demo/ctl
 	echo "count=2,size=4096,validate" >"$ping" || fail "ping after the interrupted polled ping failed"
+
+	step "txdepth: the connection's send queue room for a bench (krping's txdepth)"
+	rmmod rdma_client
+	if modprobe rdma_client server="$ip" txdepth=65 2>/dev/null; then fail "rdma_client took txdepth=65"; fi
+	assert_dmesg "rdma_client: txdepth=65 is not from 1 to 64"
+	modprobe rdma_client server="$ip" txdepth=4
+	echo "count=4,size=65536,validate,server_inv" >"$ping" || fail "ping with txdepth=4 failed"
+	echo "mode=bw,size=4096,count=100" >"$bench" || fail "bench bw with txdepth=4 failed"
+	grep -q "^mode bw size 4096 count 100 depth 4 duplex 0$" "$bench" ||
+		fail "bw's default depth is not txdepth=4: $(cat "$bench")"
+	echo "mode=bw,size=4096,count=100,depth=4,duplex" >"$bench" || fail "bench duplex with txdepth=4 failed"
+	expect_write_error "$bench" "mode=bw,depth=5" "Invalid argument"
+	assert_dmesg "bench: depth=5 is more than the connection's send queue holds \(txdepth=4 at load\)"
 
 	step "unload"
 	rmmod rdma_client
