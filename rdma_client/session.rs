@@ -75,6 +75,16 @@ pub(crate) struct LinkOptions {
     pub(crate) txdepth: u32,
 }
 
+/// How long [`Session::answer`] waits for the server.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Patience {
+    /// The step timeout (10 s), for an answer the server owes at once.
+    StepTimeout,
+    /// Until a signal or the end of the connection: the server answers after work of its
+    /// own whose length the client cannot bound (a duplex bench's WRITEs).
+    UntilSignal,
+}
+
 /// Send queue entries beyond `txdepth`: a ping's or a `send`'s registrations, SEND and
 /// invalidations, and a duplex bench's sink registration, each awaited.
 const OWN_SEND_WRS: u32 = 8;
@@ -552,7 +562,7 @@ impl Session {
         }
         this.send_messages.fetch_add(1, Relaxed);
         this.send_bytes.fetch_add(total.into(), Relaxed);
-        Self::answer(this, link, seq)
+        Self::answer(this, link, seq, Patience::StepTimeout)
     }
 
     /// Waits for the server's next message, re-posts its receive, and returns it if it is
@@ -561,8 +571,15 @@ impl Session {
         this: &Arc<Self>,
         link: &Link,
         seq: u32,
+        patience: Patience,
     ) -> Result<(Message, Outcome, Instant<Monotonic>)> {
-        let (slot, received) = match this.wait_completion(link, Inbox::take_received) {
+        let waited = loop {
+            match this.wait_completion(link, Inbox::take_received) {
+                Err(e) if e == ETIMEDOUT && patience == Patience::UntilSignal => {}
+                waited => break waited,
+            }
+        };
+        let (slot, received) = match waited {
             Ok(received) => received,
             Err(e) => {
                 // The server may still READ or WRITE the buffers this request advertised

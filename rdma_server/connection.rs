@@ -7,7 +7,7 @@
 //! listener's CM handler call; every teardown (disconnect, errors, device removal,
 //! unload) goes through the release work item, because a CM id cannot be destroyed from
 //! its own handler. Receive slot `i` owns the `i`-th region of the send and data buffers
-//! until its DONE is sent, when the receive is posted again.
+//! until the SEND of its last answer completes, when the receive is posted again.
 
 #![forbid(unsafe_code)]
 
@@ -306,11 +306,10 @@ impl Connection {
             Err(e) => return Err((e, id)),
         };
         // The PING READs and WRITEs go through `rdma_rw` contexts (one per message being
-        // served, and a duplex BENCH's WRITEs in flight), which iWARP devices register
-        // through MRs from the QP's pool.
+        // served), which iWARP devices register through MRs from the QP's pool; a duplex
+        // BENCH's WRITEs (which take no MR) need room in the send queue only.
         let caps = QpCaps {
-            rdma_ctxs: (RECV_SLOTS as u32 + MAX_DUPLEX_DEPTH)
-                * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
+            rdma_ctxs: RECV_SLOTS as u32 * rw::mr_factor(device, id.port_num(), MAX_TRANSFER_PAGES),
             ..QpCaps::new(4 * RECV_SLOTS as u32 + MAX_DUPLEX_DEPTH, RECV_SLOTS as u32)
         };
         if let Err(e) = id.create_qp(pd, caps, PollContext::Workqueue) {

@@ -198,6 +198,7 @@ impl Message {
                     || message.length > MAX_PING
                     || (message.flags & FLAG_DUPLEX != 0
                         && (message.sink.len < message.length
+                            || message.source.addr != 0
                             || !(1..=MAX_DUPLEX_COUNT).contains(&message.source.len)
                             || !(1..=MAX_DUPLEX_DEPTH).contains(&message.source.rkey)))
             }

@@ -4,7 +4,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{BenchProgress, Link, Session, Tag};
+use super::{BenchProgress, Link, Patience, Session, Tag};
 use crate::bench::{BenchOptions, BenchResult, Mode};
 use crate::protocol::{Kind, Message, FLAG_DUPLEX, MAX_DUPLEX_DEPTH, MAX_TEXT};
 use crate::rdma::{access, code, DmaBuf, Mr, RemoteBuf, SendOp};
@@ -113,15 +113,17 @@ impl Session {
         } else {
             None
         };
-        let (done, _, _) = Self::request(this, link, &request, &[])?;
-        let ran = Self::post_all(this, link, options, buf, run, &done);
+        let ran = Self::request(this, link, &request, &[])
+            .and_then(|(done, _, _)| Self::post_all(this, link, options, buf, run, &done));
         let Some(sink) = duplex_sink else {
             return ran;
         };
         // The server's second DONE: its WRITEs into the sink have all completed. Until then
-        // it may write there, so a run that ends before it abandons the connection.
+        // it may write there, so a run that ends before it (from the BENCH on) abandons the
+        // connection. The server keeps fewer WRITEs in flight than the client may, so it
+        // may finish well after the client: its DONE is awaited until a signal.
         let finished = ran
-            .and_then(|()| Self::answer(this, link, seq))
+            .and_then(|()| Self::answer(this, link, seq, Patience::UntilSignal))
             .and_then(|(done, _, _)| {
                 if done.flags & FLAG_DUPLEX == 0 {
                     pr_err!("bench: the server did not confirm its duplex WRITEs\n");

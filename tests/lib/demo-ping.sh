@@ -88,7 +88,7 @@ demo_ping_test() {
 	assert_dmesg "bench: bad option 'mode=foo'"
 
 	step "duplex: the server WRITEs into the client during the client's bw (krping's duplex)"
-	local conns=/sys/kernel/debug/rdma_server/connections writes_before writes_after a b c d
+	local conns=/sys/kernel/debug/rdma_server/connections writes_before writes_after a b c d pid
 	# (the server's WRITE counter: "write <messages>/<bytes>" of the newest connection)
 	writes_before=$(tail -n 1 "$conns" | sed -E 's/.* write ([0-9]+)\/([0-9]+) .*/\1 \2/')
 	echo "mode=bw,size=65536,count=100,txdepth=8,duplex" >"$bench" || fail "bench bw duplex failed"
@@ -105,6 +105,17 @@ demo_ping_test() {
 		fail "the server's duplex WRITEs: $writes_before -> $writes_after, wanted 100 more of 64 KiB"
 	echo "duplex: $(echo "$out" | grep -E 'mb_s' | tr '\n' ' ')and the server wrote $((c - a)) x 64 KiB"
 	echo "mode=bw,size=1048576,count=8,depth=4,duplex" >"$bench" || fail "bench bw duplex of 1 MiB failed"
+	# Cut short, the run disconnects (the server may still be writing into the sink); the
+	# session reconnects and works.
+	(echo "mode=bw,size=65536,count=100000,duplex" >"$bench") &
+	pid=$!
+	sleep 3
+	kill -TERM "$pid"
+	if wait "$pid"; then fail "the interrupted duplex bench reported success"; fi
+	assert_dmesg "rdma_client: session 0: the server may still WRITE into the duplex sink \(EINTR\); disconnecting"
+	wait_until 20 grep -q "connected 0" /sys/kernel/debug/rdma_demo/stats
+	echo connect >/sys/kernel/debug/rdma_demo/ctl || fail "reconnect after the interrupted duplex bench failed"
+	echo "count=2,size=65536,validate" >"$ping" || fail "ping after the interrupted duplex bench failed"
 	expect_write_error "$bench" "mode=wlat,duplex" "Invalid argument"
 	assert_dmesg "bench: duplex applies to mode=bw only"
 	expect_write_error "$bench" "mode=bw,depth=4,txdepth=4" "Invalid argument"
