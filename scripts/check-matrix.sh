@@ -7,6 +7,7 @@
 #   IB_EVENT_QP_LAST_WQE_REACHED, so the RDMA core's drain of each such QP waits its full
 #   minute, for the C transport as for ours.) make check's nvmet-io boot ends both its
 #   bodies, rxe with use_srq=1 and siw, with a device removal under verified load.
+# - make check's lifecycle test with 200 connect cycles (make check runs 100).
 # - connects and disconnects in a row over siw, each live within 10 s (the accept in the
 #   RDMA CM handler against siw_accept's early MPA reply).
 # - the C nvmet-rdma (the control) through make check's I/O (nvmet-io-c, about 6
@@ -19,6 +20,8 @@
 #   longer than the keep-alive and one shorter than RC's retransmission; resets, a
 #   disconnect during writes, queue-count changes, flush/discard/write-zeroes, namespace
 #   rescan, the discovery generation counter.
+# - the bench's smoke (bench_smoke in suite.sh: one point per tool through make bench's
+#   whole pipeline, about 9 minutes).
 # About 111 minutes under TCG before the guests cached their root (2026-11-27; the
 # two-kernel runs took 376 to 635 s each), not measured whole since. Ends with "N
 # passed, N failed".
@@ -42,9 +45,14 @@ declare -A pairs=(
 	[pair-resets-rs]="nvmet-resets nvmet_rdma_rs rxe 50"
 	[pair-resets-c]="nvmet-resets-c 50"
 )
-tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-connect-siw nvmet-io-c nvmet-lifecycle-c nvmet-teardown-c nvmet-hostile-c
-	pair-io-rs pair-io-c pair-io-rs-siw pair-partition-rs pair-partition-c pair-resets-rs pair-resets-c})
+tests=(${RRS_TESTS:-nvmet-teardown-srq nvmet-teardown-siw nvmet-connect-siw nvmet-io-c nvmet-lifecycle-long nvmet-lifecycle-c nvmet-teardown-c nvmet-hostile-c
+	pair-io-rs pair-io-c pair-io-rs-siw pair-partition-rs pair-partition-c pair-resets-rs pair-resets-c bench-smoke})
 for t in "${tests[@]}"; do
+	if [ "$t" = bench-smoke ]; then
+		bench_smoke "$CACHE_DIR/runs/matrix/bench-smoke"
+		result host/bench-smoke $?
+		continue
+	fi
 	if [ -n "${pairs[$t]:-}" ]; then
 		read -r script args <<<"${pairs[$t]}"
 		# shellcheck disable=SC2086 # (the arguments, split on purpose)

@@ -4,7 +4,8 @@
 # every VM test in tests/vm/, and ends with the line "N passed, N failed".
 #
 # RRS_TESTS="smoke demo bench-smoke ..." runs only the named VM tests and jobs (host
-# checks always run); RRS_CHECK_JOBS=N runs N of them at a time (2).
+# checks always run; bench-smoke, the bench's smoke, runs in make check-matrix and only
+# when named here); RRS_CHECK_JOBS=N runs N of them at a time (2).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -72,8 +73,8 @@ if [ -n "${RRS_TESTS:-}" ]; then
 	for t in $RRS_TESTS; do jobs_list+=("$t"); done
 else
 	# (longest first, as measured alone: the rest are under four minutes each)
-	jobs_list=(nvmet-teardown nvmet-io nvmet-lifecycle bench-smoke nvmet-hostile demo
-		nvmet-held-connect demo-ping)
+	jobs_list=(nvmet-io nvmet-teardown nvmet-hostile nvmet-lifecycle demo-ping
+		nvmet-held-connect demo)
 	for t in "$REPO_ROOT"/tests/vm/*.sh; do
 		t=$(basename "$t" .sh)
 		[[ " ${jobs_list[*]} " == *" $t "* ]] || jobs_list+=("$t")
@@ -107,27 +108,6 @@ job_start() {
 	job_names[$!]=$name
 }
 
-# make bench cannot rot: one short point per tool, through the whole pipeline (VM,
-# raw results, report, chart), and the counted figure (its own VM under the insn-count
-# plugin). It checks that numbers came out, never how big they are.
-bench_smoke() {
-	local out=$CACHE_DIR/runs/latest/bench-smoke rc
-	"$REPO_ROOT/scripts/bench.sh" --smoke -o "$out" >"$out.log" 2>&1 &&
-		tail -n 1 "$out.log" | grep -Eqx 'transport cost Rust/C, worst row: [0-9]+\.[0-9]{3} \(±[0-9]+\.[0-9]{3}\)' &&
-		grep -Eq '^\| randread-4k-qd32 \| [0-9,.]+ \| [0-9.]+% \| [0-9,.]+ \| [0-9.]+% \| [0-9.]+ \|' "$out/count.md" &&
-		grep -Eq '^\| randread-4k-qd32 \| [0-9,]+ \| [0-9.]+% \| [0-9,]+ \| [0-9.]+% \| [-+][0-9,]+ \| [0-9.]+ \|' "$out/count.md" &&
-		grep -Eq '^\| transport \| [0-9,]+ \| [0-9,]+ \|' "$out/count-split.md" &&
-		grep -Eq '^\| randread-4k-qd32 \| IOPS \| [0-9.]+ .*\| [0-9.]+ .*\| [0-9.]+ \|' "$out/bench.md" &&
-		grep -Eq '^\| RDMA WRITE bandwidth, 128 KiB \| MB/s \| [0-9.]+ ' "$out/bench.md" &&
-		grep -Eq '^\| own \| 128 \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \|' "$out/bench.md" &&
-		grep -Eq '^\| RDMA WRITE latency, 4 KiB \| median \(µs\) \| .* \| [0-9.]+ ' "$out/bench.md" &&
-		head -c 8 "$out/bench.png" | grep -q PNG &&
-		grep -Eq '^\| core \| [1-9][0-9]* \| [0-9.]+ \|' "$out/bench.md" &&
-		head -c 8 "$out/latency.png" | grep -q PNG
-	rc=$?
-	[ $rc = 0 ] || tail -n 30 "$out.log"
-	return $rc
-}
 
 for t in "${jobs_list[@]}"; do
 	case $t in
@@ -135,7 +115,7 @@ for t in "${jobs_list[@]}"; do
 	# modules_install, and its transcript checked step by step (and against the
 	# README's).
 	demo) job_start vm/demo "$REPO_ROOT/scripts/demo.sh" --check -k "$kbuild" -o "$CACHE_DIR/runs/latest/demo" ;;
-	bench-smoke) job_start host/bench-smoke bench_smoke ;;
+	bench-smoke) job_start host/bench-smoke bench_smoke "$CACHE_DIR/runs/latest/bench-smoke" ;;
 	harness-catches-splat) job_start host/harness-catches-splat "$REPO_ROOT/tests/host/harness-catches-splat.sh" "$kbuild" ;;
 	# (a limit of about twice a test's time alone: it runs beside another VM)
 	*) job_start "vm/$t" "$REPO_ROOT/scripts/vm-run.sh" -k "$kbuild" -t 1500 \

@@ -43,3 +43,27 @@ suite_modules_copy() {
 	result host/modules-build $rc
 	[ $rc = 0 ] || finish
 }
+
+# make bench cannot rot: one short point per tool, through the whole pipeline (VM,
+# raw results, report, chart), and the counted figure (its own VM under the insn-count
+# plugin). It checks that numbers came out, never how big they are. (make check-matrix;
+# make check names it in RRS_TESTS only: its 9 minutes do not fit make check's hour.)
+# usage: bench_smoke OUT-DIR
+bench_smoke() {
+	local out=$1 rc
+	"$REPO_ROOT/scripts/bench.sh" --smoke -o "$out" >"$out.log" 2>&1 &&
+		tail -n 1 "$out.log" | grep -Eqx 'transport cost Rust/C, worst row: [0-9]+\.[0-9]{3} \(±[0-9]+\.[0-9]{3}\)' &&
+		grep -Eq '^\| randread-4k-qd32 \| [0-9,.]+ \| [0-9.]+% \| [0-9,.]+ \| [0-9.]+% \| [0-9.]+ \|' "$out/count.md" &&
+		grep -Eq '^\| randread-4k-qd32 \| [0-9,]+ \| [0-9.]+% \| [0-9,]+ \| [0-9.]+% \| [-+][0-9,]+ \| [0-9.]+ \|' "$out/count.md" &&
+		grep -Eq '^\| transport \| [0-9,]+ \| [0-9,]+ \|' "$out/count-split.md" &&
+		grep -Eq '^\| randread-4k-qd32 \| IOPS \| [0-9.]+ .*\| [0-9.]+ .*\| [0-9.]+ \|' "$out/bench.md" &&
+		grep -Eq '^\| RDMA WRITE bandwidth, 128 KiB \| MB/s \| [0-9.]+ ' "$out/bench.md" &&
+		grep -Eq '^\| own \| 128 \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \| [-0-9,]+ \|' "$out/bench.md" &&
+		grep -Eq '^\| RDMA WRITE latency, 4 KiB \| median \(µs\) \| .* \| [0-9.]+ ' "$out/bench.md" &&
+		head -c 8 "$out/bench.png" | grep -q PNG &&
+		grep -Eq '^\| core \| [1-9][0-9]* \| [0-9.]+ \|' "$out/bench.md" &&
+		head -c 8 "$out/latency.png" | grep -q PNG
+	rc=$?
+	[ $rc = 0 ] || tail -n 30 "$out.log"
+	return $rc
+}
