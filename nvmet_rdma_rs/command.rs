@@ -65,6 +65,7 @@ mod in_flight;
 pub(crate) mod latency;
 mod lists;
 mod mapping;
+mod pending;
 mod stats;
 mod waiting;
 
@@ -76,6 +77,7 @@ pub(crate) use latency::QueueLatency;
 use latency::Stamps;
 pub(crate) use lists::SlotLists;
 use mapping::{free_data, free_rw};
+pub(crate) use pending::{PendingWrs, Wrs};
 pub(crate) use stats::{QueueStats, TransportError, TRANSPORT_ERRORS, TRANSPORT_ERROR_NAMES};
 
 /// What the data path needs from the connection (the queue) it serves.
@@ -153,6 +155,9 @@ pub(crate) struct RspState {
     posts: u8,
     wrs: u32,
     recv_reposted: bool,
+    /// Its work requests posted and not completed yet, counted in the queue's
+    /// [`Io::pending`] until they complete (or their post fails) and the count settles.
+    out: Wrs,
     /// The host's rkey to invalidate with the response.
     invalidate: Option<u32>,
     /// The data buffers the core allocated for a keyed transfer, while `rw` does not map
@@ -251,6 +256,8 @@ pub(crate) struct Io {
     rsps: KVVec<RspSlot>,
     /// Send queue entries not reserved.
     sq_wr_avail: AtomicI32,
+    /// Work requests posted and not completed, by kind, and their peaks.
+    pub(crate) pending: PendingWrs,
     /// Commands on the queue's wait list: lets a release skip the list's lock when none
     /// waits (the common case), as the C transport's unlocked emptiness check does.
     waiters: AtomicU32,
@@ -277,6 +284,7 @@ fn new_rsp(index: u32) -> Result<RspSlot> {
             wrote: 0,
             posts: 0,
             wrs: 0,
+            out: Wrs::default(),
             recv_reposted: false,
             invalidate: None,
             data: None,
@@ -332,6 +340,7 @@ impl Io {
                 && device.inline_send_with_invalidate(),
             rsps,
             sq_wr_avail: AtomicI32::new(sq_depth as i32),
+            pending: PendingWrs::default(),
             waiters: AtomicU32::new(0),
         };
         Ok(io)
@@ -557,10 +566,12 @@ impl Io {
             // although the post failed completes, flushed, through `read_done`)
             let wrs = owner.n_rdma;
             owner.count_post(wrs);
+            self.pending.posted(&mut owner.out, Wrs::reads(wrs));
             if let Err((_, Some(mut owner))) =
                 owner.post(&self.qp, |state| state.rw.as_mut().prepare())
             {
                 owner.uncount_post(wrs);
+                self.pending.settled(&mut owner.out);
                 // (no RDMA READ phase: the core's completion follows at once)
                 owner.stamps.submit = owner.stamps.ready;
                 Request::complete(owner, status::DATA_XFER_ERROR);
@@ -585,6 +596,7 @@ impl Io {
         owner.trace(&*queue, ReqStep::Free, |state| state.req.status());
         // (acquire and release: see `run_waiting`, which this release ends with)
         self.sq_wr_avail.fetch_add(owner.send_wrs(), AcqRel);
+        self.pending.settled(&mut owner.out);
         free_data(&mut owner, end);
         owner.in_use = false;
         // (sequentially consistent: a command parking for a slot sees it free, or

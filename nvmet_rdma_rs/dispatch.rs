@@ -9,7 +9,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::command::{self, RspOwner, RspSlot, READ, SEND, WRITE};
+use crate::command::{self, Connection, RspOwner, RspSlot, READ, SEND, WRITE};
 use crate::queue::Queue;
 use crate::rdma::{
     cqe::{QpRecvHandler, QpSlotHandler, Received},
@@ -22,6 +22,7 @@ impl QpRecvHandler for CmdSlot {
     type Connection = Queue;
 
     fn done(&self, queue: ArcBorrow<'_, Queue>, received: Option<Received>, wc: &WorkCompletion) {
+        queue.stats().count_completion(wc);
         command::recv_done(queue, self.index, received, wc);
     }
 }
@@ -30,6 +31,7 @@ impl QpSlotHandler<SEND> for RspSlot {
     type Connection = Queue;
 
     fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
+        queue.stats().count_completion(wc);
         command::send_done(queue, owner, wc);
     }
 }
@@ -38,6 +40,7 @@ impl QpSlotHandler<READ> for RspSlot {
     type Connection = Queue;
 
     fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
+        queue.stats().count_completion(wc);
         command::read_done(queue, owner, wc);
     }
 }
@@ -46,6 +49,7 @@ impl QpSlotHandler<WRITE> for RspSlot {
     type Connection = Queue;
 
     fn done(&self, queue: ArcBorrow<'_, Queue>, owner: Option<RspOwner<'_>>, wc: &WorkCompletion) {
+        queue.stats().count_completion(wc);
         command::write_done(queue, self, owner, wc);
     }
 }

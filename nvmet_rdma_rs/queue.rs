@@ -243,11 +243,18 @@ impl Queue {
     pub(crate) fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.state_name();
         let s = &self.stats;
+        // (polls first: see `QueueStats::polls`)
+        let polls = s.polls.load(Relaxed);
+        // (RDMA READs, WRITEs and SENDs posted and not completed, now and at their peaks)
+        let (pending, peaks) = self.io.as_ref().map_or(([0; 3], [0; 3]), |io| {
+            (io.pending.now(), io.pending.peaks())
+        });
         writeln!(
             f,
             "queue {} port {} qid {} host {} {} depth {}/{} srq {} inline_rsp {} commands {} \
              read_bytes {} write_bytes {} in_capsule {} keyed {} sq_full_waits {} rsp_peak {}/{} \
-             rsp_waits {} device {} send_wrs {} send_posts {} errors {}",
+             rsp_waits {} device {} send_wrs {} send_posts {} completions {} polls {} \
+             pending {}/{}/{} peak {}/{}/{} errors {}",
             self.number,
             self.port.id(),
             self.data.qid,
@@ -269,6 +276,14 @@ impl Queue {
             self.device_name.as_str(),
             s.send_wrs.load(Relaxed),
             s.send_posts.load(Relaxed),
+            s.completions.load(Relaxed),
+            polls,
+            pending[0],
+            pending[1],
+            pending[2],
+            peaks[0],
+            peaks[1],
+            peaks[2],
             s.errors.load(Relaxed),
         )
     }

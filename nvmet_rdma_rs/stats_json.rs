@@ -11,7 +11,7 @@
 
 use crate::command::{
     latency::{self, LatencySnapshot, CLASS_NAMES, PHASE_NAMES},
-    InFlight, TRANSPORT_ERROR_NAMES,
+    InFlight, Wrs, TRANSPORT_ERROR_NAMES,
 };
 use crate::histogram::{to_ns, upper_bound, Snapshot, BUCKETS};
 use crate::port::TEARDOWN_NAMES;
@@ -60,6 +60,11 @@ fn loaded(counts: &[AtomicU64]) -> impl Iterator<Item = u64> + '_ {
 /// What a queue's commands wait for, as a JSON object.
 fn json_in_flight(f: &mut fmt::Formatter<'_>, now: &InFlight) -> fmt::Result {
     json_counts(f, &InFlight::NAMES, now.counts().map(u64::from))
+}
+
+/// Work requests by kind, as a JSON object.
+fn json_wrs(f: &mut fmt::Formatter<'_>, counts: [u32; 3]) -> fmt::Result {
+    json_counts(f, &Wrs::NAMES, counts.map(u64::from))
 }
 
 /// One histogram as JSON: its count, sum and percentiles in ns, and its buckets that
@@ -118,8 +123,10 @@ struct Totals {
     send_wrs: u64,
     send_posts: u64,
     recv_posts: u64,
+    completions: u64,
     errors: u64,
     in_flight: InFlight,
+    pending: [u32; 3],
 }
 
 impl Totals {
@@ -132,8 +139,14 @@ impl Totals {
         self.send_wrs += s.send_wrs.load(Relaxed);
         self.send_posts += s.send_posts.load(Relaxed);
         self.recv_posts += s.recv_posts.load(Relaxed);
+        self.completions += s.completions.load(Relaxed);
         self.errors += s.errors.load(Relaxed);
         self.in_flight.add(in_flight);
+        if let Some(io) = q.io {
+            for (sum, now) in self.pending.iter_mut().zip(io.pending.now()) {
+                *sum += now;
+            }
+        }
     }
 
     /// As JSON members.
@@ -141,7 +154,8 @@ impl Totals {
         write!(
             f,
             "\"queues\":{},\"commands\":{},\"read_bytes\":{},\"write_bytes\":{},\
-             \"send_wrs\":{},\"send_posts\":{},\"recv_posts\":{},\"errors\":{},\"in_flight\":",
+             \"send_wrs\":{},\"send_posts\":{},\"recv_posts\":{},\"completions\":{},\
+             \"errors\":{},\"in_flight\":",
             self.queues,
             self.commands,
             self.read_bytes,
@@ -149,9 +163,12 @@ impl Totals {
             self.send_wrs,
             self.send_posts,
             self.recv_posts,
+            self.completions,
             self.errors,
         )?;
-        json_in_flight(f, &self.in_flight)
+        json_in_flight(f, &self.in_flight)?;
+        write!(f, ",\"pending\":")?;
+        json_wrs(f, self.pending)
     }
 }
 
@@ -162,6 +179,8 @@ fn json_queue(
     in_flight: &InFlight,
 ) -> fmt::Result {
     let s = q.stats;
+    // (polls first: see `QueueStats::polls`)
+    let polls = s.polls.load(Relaxed);
     write!(
         f,
         "\"queue\":{},\"port\":{},\"qid\":{},\"host\":\"{}\",\"state\":\"{}\",\
@@ -170,6 +189,7 @@ fn json_queue(
          \"in_capsule_bytes\":{},\"keyed\":{},\
          \"send_wrs\":{},\"send_posts\":{},\"recv_posts\":{},\
          \"sq_full_waits\":{},\"rsp_slots\":{},\"rsp_peak\":{},\"rsp_waits\":{},\
+         \"slot_wait_peak\":{},\"sq_wait_peak\":{},\"completions\":{},\"polls\":{},\
          \"error_status\":{},\"errors\":{},\"duplicate_completions\":{}",
         q.number,
         q.port.id(),
@@ -193,6 +213,10 @@ fn json_queue(
         q.rsp_slots,
         s.rsp_peak.load(Relaxed),
         s.rsp_waits.load(Relaxed),
+        s.slot_wait_peak.load(Relaxed),
+        s.sq_wait_peak.load(Relaxed),
+        s.completions.load(Relaxed),
+        polls,
         s.error_status.load(Relaxed),
         s.errors.load(Relaxed),
         s.duplicate_completions.load(Relaxed),
@@ -200,7 +224,14 @@ fn json_queue(
     write!(f, ",\"errors_by_kind\":")?;
     json_counts(f, &TRANSPORT_ERROR_NAMES, loaded(&s.errors_by_kind))?;
     write!(f, ",\"in_flight\":")?;
-    json_in_flight(f, in_flight)
+    json_in_flight(f, in_flight)?;
+    let (pending, peaks) = q.io.map_or(([0; 3], [0; 3]), |io| {
+        (io.pending.now(), io.pending.peaks())
+    });
+    write!(f, ",\"pending\":")?;
+    json_wrs(f, pending)?;
+    write!(f, ",\"pending_peak\":")?;
+    json_wrs(f, peaks)
 }
 
 /// The live queues on each RDMA device, added up: one object per device, in the order

@@ -196,15 +196,18 @@ impl<T: HasCqe<ID> + CqeHandler<ID>, const ID: u64> Cqe<T, ID> {
     ///
     /// # Safety
     ///
-    /// Called by the RDMA core with a valid completion whose `wr_cqe` is the entry of a
+    /// Called by the RDMA core with the CQ it polled (or null) and a valid completion, both
+    /// valid for the call, whose `wr_cqe` is the entry of a
     /// `Cqe<T, ID>` (its `done` is this function: type invariant), whose `T` is alive (the
     /// poster's promise, see the type's documentation).
-    unsafe extern "C" fn run(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    unsafe extern "C" fn run(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
         // SAFETY: the core passes a valid completion for the duration of the call, of a
         // request that carried this entry, whose `T` is alive (the function's safety
         // section).
         let (owner, wc) = unsafe { (Self::owner(wc), &*wc) };
-        owner.done(&WorkCompletion::from_raw(wc));
+        // SAFETY: the CQ is null or valid for the call (the function's safety section).
+        let wc = unsafe { WorkCompletion::from_polled(cq, wc) };
+        owner.done(&wc);
     }
 }
 
@@ -287,13 +290,14 @@ impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
     ///
     /// # Safety
     ///
-    /// Called by the RDMA core with a valid completion whose `wr_cqe` is the entry of a
+    /// Called by the RDMA core with the CQ it polled (or null) and a valid completion, both
+    /// valid for the call, whose `wr_cqe` is the entry of a
     /// `SlotCqe<T, ID>` (its `done` is this function: type invariant) at `T::OFFSET` from a
     /// live `T` ([`SlotCqe::placed`]). The
     /// layer binds such entries only to send requests posted from `T`'s slot on the QP of a
     /// `CmId<T::Connection>` (`CmId::send_wr`, `CmId::rw_binding`), which keeps `T` alive
     /// and drains the QP (running this completion first) before it lets its handler go.
-    unsafe extern "C" fn run(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    unsafe extern "C" fn run(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
         // SAFETY: the core passes a valid completion for the call; its entry is at
         // `OFFSET` from a live `T` (the function's safety section); `SlotCqe` and `Opaque`
         // are transparent. (Wrapping: only the address is computed, which is the `T`'s.)
@@ -326,7 +330,9 @@ impl<T: HasSlotCqe<ID> + QpSlotHandler<ID>, const ID: u64> SlotCqe<T, ID> {
             // the entry is on the chain's last request).
             unsafe { slot.resume(ID as super::kernel_gaps::slot::Tag) }
         });
-        object.done(connection, owner, &WorkCompletion::from_raw(wc));
+        // SAFETY: the CQ is null or valid for the call (the function's safety section).
+        let wc = unsafe { WorkCompletion::from_polled(cq, wc) };
+        object.done(connection, owner, &wc);
     }
 }
 

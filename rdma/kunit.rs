@@ -207,7 +207,8 @@ mod completion_dispatch {
             wc.ex.invalidate_rkey = rkey;
         }
         // SAFETY: `cqe` is the entry of a live `Probe` on the caller's stack, and `wc` a
-        // valid completion for the call, as the core passes them.
+        // valid completion for the call, as the core passes them (the CQ may be null: see the
+        // trampolines' safety sections).
         unsafe {
             let done = (*cqe).done.unwrap();
             done(core::ptr::null_mut(), &mut wc);
@@ -226,6 +227,29 @@ mod completion_dispatch {
         assert_eq!(p.first_runs.load(Relaxed), 1);
         assert_eq!(p.second_runs.load(Relaxed), 2);
         assert_eq!(p.byte_len.load(Relaxed), 65);
+    }
+
+    #[test]
+    fn poll_position_is_the_place_in_the_cqs_batch() -> kernel::error::Result {
+        use crate::rdma::bindings::ib_cq;
+        use kernel::{alloc::KBox, prelude::GFP_KERNEL};
+        // A CQ whose batch array starts at `wcs[1]`, as the core's pool CQs have one.
+        let wcs = KBox::<[ib_wc; 18]>::zeroed(GFP_KERNEL)?;
+        let mut cq = KBox::<ib_cq>::zeroed(GFP_KERNEL)?;
+        cq.wc = (&raw const wcs[1]).cast_mut();
+        let position = |cq: *const ib_cq, index: usize| {
+            // SAFETY: `cq` is null or a live (zeroed, but for its batch array) CQ value,
+            // valid for reads for the call.
+            unsafe { WorkCompletion::from_polled(cq, &wcs[index]) }.poll_position()
+        };
+        let cq: *const ib_cq = &*cq;
+        assert_eq!(position(cq, 1), Some(0));
+        assert_eq!(position(cq, 16), Some(15));
+        // Before the array, past its 16 entries, or with no CQ: not in a poll's batch.
+        assert_eq!(position(cq, 0), None);
+        assert_eq!(position(cq, 17), None);
+        assert_eq!(position(ptr::null(), 1), None);
+        Ok(())
     }
 
     /// An object whose safe `HasCqe` and `HasSlot` implementations (written by hand, not

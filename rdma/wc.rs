@@ -29,10 +29,45 @@ pub(crate) struct WorkCompletion {
     /// names a request shows that request is done ([`super::rw::RwCtx::destroy`]).
     cqe: usize,
     qp: usize,
+    /// Where the completion stands in the batch of completions the RDMA core's poll of
+    /// its CQ returned (0 for the first), when the core polled into the CQ's own batch
+    /// array (the CQ pool's softirq and workqueue polls); `None` for a direct poll.
+    poll_position: Option<u8>,
 }
 
+/// Completions the RDMA core takes from a CQ per poll into the CQ's batch array
+/// (`IB_POLL_BATCH`, private to `drivers/infiniband/core/cq.c`): a completion whose
+/// address lies further from the array's start is not in it.
+const POLL_BATCH: usize = 16;
+
 impl WorkCompletion {
-    /// What the RDMA core's completion `wc` reports.
+    /// What the RDMA core's completion `wc`, polled from `cq`, reports.
+    ///
+    /// # Safety
+    ///
+    /// `cq` is null or valid for reads for the call. (The position means something only
+    /// if it is the CQ the RDMA core polled `wc` from, as a completion callback gets it.)
+    pub(crate) unsafe fn from_polled(cq: *const bindings::ib_cq, wc: &bindings::ib_wc) -> Self {
+        // (addresses only compared: a completion of a direct poll lies in its poller's
+        // stack, not in the CQ's array)
+        let batch = if cq.is_null() {
+            0
+        } else {
+            // SAFETY: `cq` is not null, so valid for reads for the call (the function's
+            // safety section); only the address of its batch array is read.
+            (unsafe { (*cq).wc }) as usize
+        };
+        let offset = (core::ptr::from_ref(wc) as usize).wrapping_sub(batch);
+        let size = core::mem::size_of::<bindings::ib_wc>();
+        let poll_position = (batch != 0 && offset % size == 0 && offset / size < POLL_BATCH)
+            .then(|| (offset / size) as u8);
+        Self {
+            poll_position,
+            ..Self::from_raw(wc)
+        }
+    }
+
+    /// What the RDMA core's completion `wc` reports, without its place in a poll.
     pub(super) fn from_raw(wc: &bindings::ib_wc) -> Self {
         let ok = wc.status == bindings::ib_wc_status_IB_WC_SUCCESS;
         let invalidated = wc.wc_flags & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32 != 0;
@@ -50,7 +85,17 @@ impl WorkCompletion {
             // in `wr_cqe` (the union's other member, `wr_id`, is not used).
             cqe: unsafe { wc.__bindgen_anon_1.wr_cqe } as usize,
             qp: wc.qp as usize,
+            poll_position: None,
         }
+    }
+
+    /// Where the completion stands in the batch the RDMA core's poll of the CQ returned
+    /// (0 for the first), if the core polled into the CQ's batch array; `None` for a
+    /// direct poll (`ib_process_cq_direct`). A poll's completions run their callbacks in
+    /// batch order, so a completion whose position is not after the previous one's came
+    /// from a later poll.
+    pub(crate) fn poll_position(&self) -> Option<u8> {
+        self.poll_position
     }
 
     /// Whether this completes the request whose completion entry is at `cqe`, on the QP

@@ -9,7 +9,7 @@
 
 use super::{
     free_data, free_rw, handle_command, latency, no_status, Arrival, Connection, Io, RspOwner,
-    RspSlot, RspState, Stamps, TransportError,
+    RspSlot, RspState, Stamps, TransportError, Wrs,
 };
 use crate::nvmet::{trace::ReqStep, Request};
 use crate::rdma::{cqe::Received, rw::TransferEnd, slot_post::Prepared, Stamp, WorkCompletion};
@@ -103,9 +103,10 @@ fn resumed<'a>(queue: &impl Connection, owner: Option<RspOwner<'a>>) -> Option<R
 
 /// The data path of a command whose RDMA transfer (its READ, or its WRITEs with T10-PI)
 /// completed, with the transfer's send queue space given back.
-fn transfer_completed<'a>(queue: &'a impl Connection, owner: &RspOwner<'_>) -> Option<&'a Io> {
+fn transfer_completed<'a>(queue: &'a impl Connection, owner: &mut RspOwner<'_>) -> Option<&'a Io> {
     let io = queue.io()?;
     io.sq_wr_avail.fetch_add(owner.n_rdma as i32, Relaxed);
+    io.pending.settled(&mut owner.out);
     Some(io)
 }
 
@@ -118,7 +119,7 @@ pub(crate) fn read_done(
     let Some(mut owner) = resumed(&*queue, owner) else {
         return;
     };
-    let Some(io) = transfer_completed(&*queue, &owner) else {
+    let Some(io) = transfer_completed(&*queue, &mut owner) else {
         return;
     };
     if !wc.is_ok() {
@@ -168,7 +169,7 @@ pub(crate) fn write_done(
     let Some(mut owner) = resumed(&*queue, owner) else {
         return;
     };
-    let Some(io) = transfer_completed(&*queue, &owner) else {
+    let Some(io) = transfer_completed(&*queue, &mut owner) else {
         return;
     };
     let pi_status = if wc.is_ok() { io.pi_status(&owner) } else { 0 };
@@ -186,6 +187,7 @@ pub(crate) fn write_done(
     }
     // (the SEND was prepared by `queue_response`)
     owner.count_post(1);
+    io.pending.posted(&mut owner.out, Wrs::SEND);
     if let Err((e, owner)) = owner.post(&io.qp, prepared_send) {
         if post_failed(&*queue, e) {
             pr_err!("cannot post a response; ending the queue\n");
@@ -284,12 +286,13 @@ pub(crate) fn queue_response(
     io.response_to_device(rsp.index);
     // (the response's SEND, after the WRITEs of its data, or the WRITEs alone with
     // T10-PI, whose completion posts the SEND)
-    let wrs = match (with_data, owner.rw.is_signature()) {
-        (false, _) => 1,
-        (true, false) => owner.n_rdma + 1,
-        (true, true) => owner.n_rdma,
+    let (wrs, kinds) = match (with_data, owner.rw.is_signature()) {
+        (false, _) => (1, Wrs::SEND),
+        (true, false) => (owner.n_rdma + 1, Wrs::writes(owner.n_rdma).and(Wrs::SEND)),
+        (true, true) => (owner.n_rdma, Wrs::writes(owner.n_rdma)),
     };
     owner.count_post(wrs);
+    io.pending.posted(&mut owner.out, kinds);
     let posted = match &open {
         // (posting closed: the queue is ending)
         None => Err((crate::rdma::code::enotconn(), Some(owner))),
@@ -315,6 +318,7 @@ pub(crate) fn queue_response(
         // and their completion releases the slot and its space.
         if let Some(mut owner) = owner {
             io.sq_wr_avail.fetch_add(owner.send_wrs(), Relaxed);
+            io.pending.settled(&mut owner.out);
             owner.n_rdma = 0;
         }
         queue.close(c"send post failure");

@@ -15,7 +15,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{handle_command, Arrival, Connection, Io, RspOwner};
+use super::{handle_command, stats::raise_peak, Arrival, Connection, Io, RspOwner};
 use crate::rdma::cqe::Received;
 use crate::send_wait::SendWaitList;
 use core::sync::atomic::{
@@ -138,11 +138,7 @@ impl SlotLists {
         // (bounded: an add lost to a race is never corrected)
         let busy = self.busy.load(Relaxed).saturating_add(1).min(slots);
         self.busy.store(busy, Relaxed);
-        // (a load first: the peak rarely moves, and a `fetch_max` is a locked loop)
-        let peak = &queue.stats().rsp_peak;
-        if busy > peak.load(Relaxed) {
-            peak.fetch_max(busy, Relaxed);
-        }
+        raise_peak(&queue.stats().rsp_peak, busy);
     }
 
     /// Counts a response slot released (its owner freed it), for the peak.
@@ -191,7 +187,9 @@ impl SlotLists {
             drop(owner);
             self.count_released();
         }
-        queue.stats().rsp_waits.add(1);
+        let stats = queue.stats();
+        stats.rsp_waits.add(1);
+        raise_peak(&stats.slot_wait_peak, parked.len() as u32);
         Parked::Yes
     }
 

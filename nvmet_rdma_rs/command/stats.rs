@@ -4,8 +4,9 @@
 
 #![forbid(unsafe_code)]
 
+use crate::rdma::WorkCompletion;
 use core::sync::atomic::{
-    AtomicU32, AtomicU64,
+    AtomicU32, AtomicU64, AtomicU8,
     Ordering::{self, Relaxed},
 };
 
@@ -28,6 +29,15 @@ impl Counter {
     /// The count (the ordering is the load's).
     pub(crate) fn load(&self, order: Ordering) -> u64 {
         self.0.load(order)
+    }
+}
+
+/// Raises `peak` to `count` if it is lower. A load first: a peak rarely moves, and a
+/// `fetch_max` is a locked loop.
+#[inline]
+pub(crate) fn raise_peak(peak: &AtomicU32, count: u32) {
+    if count > peak.load(Relaxed) {
+        peak.fetch_max(count, Relaxed);
     }
 }
 
@@ -65,6 +75,21 @@ pub(crate) const TRANSPORT_ERROR_NAMES: [&str; TRANSPORT_ERRORS] = [
 ];
 
 impl QueueStats {
+    /// Counts a work completion of the queue's, and the CQ poll it came in if it starts
+    /// one (in the completion context: see [`Counter`]).
+    #[inline]
+    pub(crate) fn count_completion(&self, wc: &WorkCompletion) {
+        self.completions.add(1);
+        if let Some(position) = wc.poll_position() {
+            // A poll runs its batch's callbacks in order: a position not after the last
+            // one's is a later poll's.
+            if position <= self.last_poll_position.load(Relaxed) {
+                self.polls.add(1);
+            }
+            self.last_poll_position.store(position, Relaxed);
+        }
+    }
+
     /// Counts a transport error of kind `kind`.
     pub(crate) fn count_error(&self, kind: TransportError) {
         self.errors.fetch_add(1, Relaxed);
@@ -73,7 +98,6 @@ impl QueueStats {
 }
 
 /// What an operator wants to know about a queue (debugfs `queues`).
-#[derive(Default)]
 pub(crate) struct QueueStats {
     /// Commands received and handed to the nvmet core.
     pub(crate) commands: Counter,
@@ -95,6 +119,22 @@ pub(crate) struct QueueStats {
     pub(crate) rsp_peak: AtomicU32,
     /// Commands that found every response slot busy and waited for one.
     pub(crate) rsp_waits: Counter,
+    /// The most commands waiting for a response slot at once (counted under the list's
+    /// lock, off the common path).
+    pub(crate) slot_wait_peak: AtomicU32,
+    /// The most commands waiting for send queue space at once (the same).
+    pub(crate) sq_wait_peak: AtomicU32,
+    /// Work completions of the queue's requests, every kind.
+    pub(crate) completions: Counter,
+    /// Polls of the CQ that returned them (each poll a batch of at most 16), as the queue
+    /// sees them: a completion standing first in its poll's batch, or not after the
+    /// queue's previous one, starts one. (A queue that shares its CQ misses a poll whose
+    /// first completion of its own stands after the previous poll's last one: a lower
+    /// bound then; exact on a CQ of its own.) `completions / polls` is the batching.
+    /// Readers load it before `completions`, which is added to first.
+    pub(crate) polls: Counter,
+    /// The poll position of the queue's last completion (`u8::MAX` before the first).
+    last_poll_position: AtomicU8,
     /// Transport errors that ended the queue, of every [`TransportError`] (any context:
     /// atomic).
     pub(crate) errors: AtomicU64,
@@ -115,4 +155,32 @@ pub(crate) struct QueueStats {
     /// Completions a response slot did not wait for (siw's second completion of one RDMA
     /// READ, on a flush), ignored.
     pub(crate) duplicate_completions: Counter,
+}
+
+impl Default for QueueStats {
+    fn default() -> Self {
+        Self {
+            commands: Counter::default(),
+            read_bytes: Counter::default(),
+            write_bytes: Counter::default(),
+            in_capsule: Counter::default(),
+            in_capsule_bytes: Counter::default(),
+            keyed: Counter::default(),
+            sq_full_waits: Counter::default(),
+            rsp_peak: AtomicU32::default(),
+            rsp_waits: Counter::default(),
+            slot_wait_peak: AtomicU32::default(),
+            sq_wait_peak: AtomicU32::default(),
+            completions: Counter::default(),
+            polls: Counter::default(),
+            last_poll_position: AtomicU8::new(u8::MAX),
+            errors: AtomicU64::default(),
+            errors_by_kind: Default::default(),
+            error_status: Counter::default(),
+            send_wrs: Counter::default(),
+            send_posts: Counter::default(),
+            recv_posts: Counter::default(),
+            duplicate_completions: Counter::default(),
+        }
+    }
 }

@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{Connection, Io, RspOwner, AWAIT_SQ_SPACE};
+use super::{stats::raise_peak, Connection, Io, RspOwner, AWAIT_SQ_SPACE};
 use core::sync::atomic::{
     fence,
     Ordering::{Relaxed, SeqCst},
@@ -33,7 +33,8 @@ impl Io {
             // (handed off under the lock: whoever pops the slot finds it waiting)
             owner.hand_off(AWAIT_SQ_SPACE);
             // (counted under the lock: whoever pops it decrements after this)
-            self.waiters.fetch_add(1, Relaxed);
+            let waiting_now = self.waiters.fetch_add(1, Relaxed) + 1;
+            raise_peak(&queue.stats().sq_wait_peak, waiting_now);
         }
         // Space may have come back between the failed try and the push, from a
         // completion that ran beside this one and saw no waiter: try again (see

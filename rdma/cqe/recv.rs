@@ -248,12 +248,13 @@ impl<T: QpRecvHandler<ID>, const ID: u64> RecvCqe<T, ID> {
     ///
     /// # Safety
     ///
-    /// Called by the RDMA core with a valid completion whose `wr_cqe` is the entry of a
+    /// Called by the RDMA core with the CQ it polled (or null) and a valid completion, both
+    /// valid for the call, whose `wr_cqe` is the entry of a
     /// `RecvCqe<T, ID>` (its `done` is this function: type invariant) at `T`'s offset from a
     /// live `T` ([`RecvCqe::placed`]), of a receive posted on a QP of a `CmId<T::Connection>` (or on an SRQ only such
     /// QPs take from), which drains it (running this completion first) before it lets its
     /// handler go.
-    unsafe extern "C" fn run(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    unsafe extern "C" fn run(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
         // SAFETY: the core passes a valid completion for the duration of the call; its
         // entry is the first field of a `RecvCqe<T, ID>` at `T`'s declared offset from a
         // live `T` (the function's safety section; `RecvCqe::placed`). (Wrapping: only the
@@ -277,7 +278,9 @@ impl<T: QpRecvHandler<ID>, const ID: u64> RecvCqe<T, ID> {
         // SAFETY: this is the completion of a receive that carried this entry, posted with
         // its state (only the entry's `RecvWr` carries it).
         let received = unsafe { entry.state.completed() };
-        owner.done(connection, received, &WorkCompletion::from_raw(wc));
+        // SAFETY: the CQ is null or valid for the call (the function's safety section).
+        let wc = unsafe { WorkCompletion::from_polled(cq, wc) };
+        owner.done(connection, received, &wc);
     }
 }
 

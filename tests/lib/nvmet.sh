@@ -309,6 +309,10 @@ nvmet_io_test() {
 	echo "full depth: $(awk -F';' '{print "read iops " $8 ", errors " $5}' /tmp/fio-fulldepth.out | head -1)"
 	if [ "$transport" = nvmet_rdma_rs ]; then
 		grep 'qid 1' /sys/kernel/debug/nvmet_rdma_rs/queues | grep -o 'depth [0-9/]*\|rsp_peak [0-9/]*\|rsp_waits [0-9]*' | xargs echo "full depth queue:"
+		# The pending work requests' and the waits' peaks hold together at full depth.
+		cat /sys/kernel/debug/nvmet_rdma_rs/stats.json >/tmp/stats-fulldepth.json
+		python3 "$OBSERVE_CHECK" peaks /tmp/stats-fulldepth.json ||
+			fail "the pending work requests' or the waits' peaks do not hold together"
 		assert_queues_clean
 		assert_no_dmesg "sent more commands than its queue depth"
 	fi

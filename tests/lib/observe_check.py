@@ -14,6 +14,9 @@ one line per failed check.
       reads in flight on that namespace)
   observe_check.py untimed BEFORE AFTER READS
       (with timing off: the counters count, the histograms do not)
+  observe_check.py peaks STATS
+      (every queue's pending work requests, their peaks, its waits' peaks and its
+      completions per poll hold together; after fio, with the I/O queues idle)
   observe_check.py top TOP_JSON
       (nvmet-rdma-top --json output during reads on the I/O queue)
   observe_check.py trace TRACE
@@ -129,6 +132,26 @@ def agree(before_path, after_path, reads_path, keyed_path, inline_path):
     check(stat_delta(after, before, "error_status") == 0 and after["errors"] == 0
           and sum(after["errors_by_kind"].values()) == 0,
           "no error status, no transport error: %s" % after["errors_by_kind"])
+    # Completions: a receive and a SEND per command, and a keyed write's RDMA READ (a
+    # read's WRITEs go unsignalled before its SEND); the polls that brought them.
+    completions = stat_delta(after, before, "completions")
+    expected = 2 * commands + n_keyed + stat_delta(after, before, "duplicate_completions")
+    check(completions == expected,
+          "completions %d = a receive and a SEND per command + a READ per keyed write (%d)"
+          % (completions, expected))
+    polls = stat_delta(after, before, "polls")
+    check(0 < polls <= completions, "%d polls brought them: %.2f completions per poll"
+          % (polls, completions / polls if polls else 0))
+    # Each kind of work request was pending at some point, and none is now.
+    peak = after["pending_peak"]
+    check(all(peak[k] >= 1 for k in ("rdma_read", "rdma_write", "send")),
+          "RDMA READs, WRITEs and SENDs were pending, at their peaks %s" % peak)
+    # (a SEND's completion may come after the host has its response and sent its next
+    # command: see in_flight)
+    check(peak["send"] <= 16, "at most twice fio's deepest job (8) SENDs at once: %d"
+          % peak["send"])
+    check(sum(after["pending"].values()) == 0, "nothing pending once fio is done: %s"
+          % after["pending"])
     # Settled: nothing in flight, on the queue, its port, its device.
     check(sum(after["in_flight"].values()) == 0, "nothing in flight once fio is done: %s"
           % after["in_flight"])
@@ -137,7 +160,8 @@ def agree(before_path, after_path, reads_path, keyed_path, inline_path):
           "one device, the queue's (%s): %s" % (after["device"], [d["device"] for d in devices]))
     for d in devices:
         mine = [q for q in after_all["queues"] if q["device"] == d["device"]]
-        for key in ("commands", "read_bytes", "write_bytes", "send_wrs", "send_posts"):
+        for key in ("commands", "read_bytes", "write_bytes", "send_wrs", "send_posts",
+                    "completions"):
             check(d[key] == sum(q[key] for q in mine),
                   "device %s %s %d = its queues'" % (d["device"], key, d[key]))
         check(d["queues"] == len(mine), "device %s has its %d queues" % (d["device"], len(mine)))
@@ -242,6 +266,35 @@ def untimed(before_path, after_path, reads_path):
           "the counters still counted the %d reads" % n_reads)
 
 
+def peaks(stats_path):
+    stats = load(stats_path)
+    for q in stats["queues"]:
+        name = "queue %d (qid %d)" % (q["queue"], q["qid"])
+        pending, peak = q["pending"], q["pending_peak"]
+        print("%s: pending %s, peaks %s, slot waits %d (peak %d), send queue waits %d "
+              "(peak %d), %d completions in %d polls"
+              % (name, pending, peak, q["rsp_waits"], q["slot_wait_peak"], q["sq_full_waits"],
+                 q["sq_wait_peak"], q["completions"], q["polls"]))
+        if q["qid"] != 0:
+            check(all(pending[k] <= peak[k] for k in pending),
+                  "%s: pending within the peaks" % name)
+        # (a SEND is a command's response, and a command holds a response slot)
+        check(peak["send"] <= q["rsp_slots"], "%s: SENDs at peak %d <= response slots %d"
+              % (name, peak["send"], q["rsp_slots"]))
+        check((q["rsp_waits"] > 0) == (q["slot_wait_peak"] > 0),
+              "%s: a slot wait peak (%d) if and only if commands waited for a slot (%d)"
+              % (name, q["slot_wait_peak"], q["rsp_waits"]))
+        check((q["sq_full_waits"] > 0) == (q["sq_wait_peak"] > 0),
+              "%s: a send queue wait peak (%d) if and only if commands waited for space (%d)"
+              % (name, q["sq_wait_peak"], q["sq_full_waits"]))
+        # (a parked command holds one of the host's receives)
+        check(q["slot_wait_peak"] <= q["recv_queue_size"],
+              "%s: parked at peak %d <= the host's %d receives"
+              % (name, q["slot_wait_peak"], q["recv_queue_size"]))
+        check(q["polls"] <= q["completions"] and (q["commands"] == 0 or q["polls"] > 0),
+              "%s: %d polls for %d completions" % (name, q["polls"], q["completions"]))
+
+
 def top(path):
     with open(path) as f:
         intervals = [json.loads(line) for line in f if line.strip()]
@@ -255,6 +308,10 @@ def top(path):
               % (q["queue"], q["r_s"], r["p50_us"], r["p99_us"], r["p99.9_us"]))
         check(q["r_mb_s"] > 0, "interval of queue %d: %.2f MB/s to the host"
               % (q["queue"], q["r_mb_s"]))
+        # (an interval's edges may split a poll from its completions: about 1 or more)
+        check(q["completions_per_poll"] > 0.5,
+              "interval of queue %d: %.2f completions per poll"
+              % (q["queue"], q["completions_per_poll"]))
         # (a 4 KiB read: one post of its RDMA WRITE and its response)
         # (and at most twice fio's depth 4 in flight: see in_flight)
         check(q["wr_per_post"] >= 2 and q["qd"] <= 8,
@@ -326,6 +383,7 @@ def rejects(path, stats_path, *reasons):
 
 def main():
     commands = {"agree": (agree, 5), "slow": (slow, 3), "in_flight": (in_flight, 2),
+                "peaks": (peaks, 1),
                 "untimed": (untimed, 3), "top": (top, 1), "trace": (trace, 1)}
     if len(sys.argv) > 2 and sys.argv[1] == "rejects":
         rejects(*sys.argv[2:])
