@@ -562,8 +562,11 @@ impl Io {
         let stamps = &mut owner.stamps;
         Stamps::stamp(stamps.recv, &mut stamps.ready);
         if owner.write && owner.req.transfer_len() > 0 && !owner.in_capsule {
-            // (the context was initialised by `map_keyed`; a READ the provider queued
-            // although the post failed completes, flushed, through `read_done`)
+            // (the context was initialised by `map_keyed`; a READ chain the provider queued
+            // whole although the post failed completes, flushed, through `read_done`. A
+            // chain it took only in part, its last, signalled request not among what it
+            // took, would leave the slot waiting until the queue's release reclaims it
+            // after the drain: not seen with rxe or siw, whose valid chains fail whole.)
             let wrs = owner.n_rdma;
             owner.count_post(wrs);
             self.pending.posted(&mut owner.out, Wrs::reads(wrs));

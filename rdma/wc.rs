@@ -47,6 +47,7 @@ impl WorkCompletion {
     ///
     /// `cq` is null or valid for reads for the call. (The position means something only
     /// if it is the CQ the RDMA core polled `wc` from, as a completion callback gets it.)
+    #[inline]
     pub(crate) unsafe fn from_polled(cq: *const bindings::ib_cq, wc: &bindings::ib_wc) -> Self {
         // (addresses only compared: a completion of a direct poll lies in its poller's
         // stack, not in the CQ's array)
@@ -59,8 +60,9 @@ impl WorkCompletion {
         };
         let offset = (core::ptr::from_ref(wc) as usize).wrapping_sub(batch);
         let size = core::mem::size_of::<bindings::ib_wc>();
-        let poll_position = (batch != 0 && offset % size == 0 && offset / size < POLL_BATCH)
-            .then(|| (offset / size) as u8);
+        // (an address in the array is an entry's: the core passes its entries)
+        let poll_position =
+            (batch != 0 && offset < POLL_BATCH * size).then(|| (offset / size) as u8);
         Self {
             poll_position,
             ..Self::from_raw(wc)
@@ -68,6 +70,7 @@ impl WorkCompletion {
     }
 
     /// What the RDMA core's completion `wc` reports, without its place in a poll.
+    #[inline]
     pub(super) fn from_raw(wc: &bindings::ib_wc) -> Self {
         let ok = wc.status == bindings::ib_wc_status_IB_WC_SUCCESS;
         let invalidated = wc.wc_flags & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as i32 != 0;

@@ -80,10 +80,12 @@ impl PendingWrs {
         *out = out.and(wrs);
         // INVARIANT: the word holds the sum of the commands' `out`s, each kind below the
         // send queue's entries.
-        let now = Wrs(self.now.fetch_add(wrs.0, Relaxed).wrapping_add(wrs.0));
-        for ((peak, count), added) in self.peaks.iter().zip(now.counts()).zip(wrs.counts()) {
-            if added != 0 {
-                raise_peak(peak, count);
+        let now = self.now.fetch_add(wrs.0, Relaxed).wrapping_add(wrs.0);
+        // (only the kinds posted: a constant at each call site, once inlined)
+        for (kind, peak) in self.peaks.iter().enumerate() {
+            let shift = kind as u32 * Wrs::BITS;
+            if (wrs.0 >> shift) & Wrs::MASK != 0 {
+                raise_peak(peak, ((now >> shift) & Wrs::MASK) as u32);
             }
         }
     }
