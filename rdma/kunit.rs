@@ -230,26 +230,26 @@ mod completion_dispatch {
     }
 
     #[test]
-    fn poll_position_is_the_place_in_the_cqs_batch() -> kernel::error::Result {
+    fn poll_position_is_the_place_in_the_cqs_batch() {
         use crate::rdma::bindings::ib_cq;
-        use kernel::{alloc::KBox, prelude::GFP_KERNEL};
-        // A CQ whose batch array starts at `wcs[1]`, as the core's pool CQs have one.
-        let wcs = KBox::<[ib_wc; 18]>::zeroed(GFP_KERNEL)?;
-        let mut cq = KBox::<ib_cq>::zeroed(GFP_KERNEL)?;
-        cq.wc = (&raw const wcs[1]).cast_mut();
-        let position = |cq: *const ib_cq, index: usize| {
-            // SAFETY: `cq` is null or a live (zeroed, but for its batch array) CQ value,
-            // valid for reads for the call.
-            unsafe { WorkCompletion::from_polled(cq, &wcs[index]) }.poll_position()
+        let wcs: [ib_wc; 2] = pin_init::zeroed();
+        let mut cq: ib_cq = pin_init::zeroed();
+        let position = |cq: *const ib_cq, wc: &ib_wc| {
+            // SAFETY: `cq` is null or a CQ value on this stack (zeroed, but for its batch
+            // array's address, which is only compared), valid for reads for the call.
+            unsafe { WorkCompletion::from_polled(cq, wc) }.poll_position()
         };
-        let cq: *const ib_cq = &*cq;
-        assert_eq!(position(cq, 1), Some(0));
-        assert_eq!(position(cq, 16), Some(15));
-        // Before the array, past its 16 entries, or with no CQ: not in a poll's batch.
-        assert_eq!(position(cq, 0), None);
-        assert_eq!(position(cq, 17), None);
-        assert_eq!(position(ptr::null(), 1), None);
-        Ok(())
+        // A batch array that starts at `wcs[1]`: its first entry; `wcs[0]` is before it.
+        cq.wc = (&raw const wcs[1]).cast_mut();
+        assert_eq!(position(&raw const cq, &wcs[1]), Some(0));
+        assert_eq!(position(&raw const cq, &wcs[0]), None);
+        // One that starts 15 entries before `wcs[0]` (an address only compared): `wcs[0]`
+        // is its last entry, `wcs[1]` past its 16.
+        cq.wc = (&raw const wcs[0]).wrapping_sub(15).cast_mut();
+        assert_eq!(position(&raw const cq, &wcs[0]), Some(15));
+        assert_eq!(position(&raw const cq, &wcs[1]), None);
+        // No CQ: no position.
+        assert_eq!(position(ptr::null(), &wcs[1]), None);
     }
 
     /// An object whose safe `HasCqe` and `HasSlot` implementations (written by hand, not
