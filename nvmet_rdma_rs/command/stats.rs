@@ -82,11 +82,12 @@ impl QueueStats {
         self.completions.add(1);
         if let Some(position) = wc.poll_position() {
             // A poll runs its batch's callbacks in order: a position not after the last
-            // one's is a later poll's.
-            if position <= self.last_poll_position.load(Relaxed) {
+            // one's (a headroom not below its) is a later poll's.
+            let headroom = u8::MAX - position;
+            if headroom >= self.last_poll_headroom.load(Relaxed) {
                 self.polls.add(1);
             }
-            self.last_poll_position.store(position, Relaxed);
+            self.last_poll_headroom.store(headroom, Relaxed);
         }
     }
 
@@ -98,6 +99,7 @@ impl QueueStats {
 }
 
 /// What an operator wants to know about a queue (debugfs `queues`).
+#[derive(Default)]
 pub(crate) struct QueueStats {
     /// Commands received and handed to the nvmet core.
     pub(crate) commands: Counter,
@@ -133,8 +135,9 @@ pub(crate) struct QueueStats {
     /// bound then; exact on a CQ of its own.) `completions / polls` is the batching.
     /// Readers load it before `completions`, which is added to first.
     pub(crate) polls: Counter,
-    /// The poll position of the queue's last completion (`u8::MAX` before the first).
-    last_poll_position: AtomicU8,
+    /// How far the queue's last completion stood from the end of any batch, `u8::MAX`
+    /// less its poll position (0 before the first completion, so that it starts a poll).
+    last_poll_headroom: AtomicU8,
     /// Transport errors that ended the queue, of every [`TransportError`] (any context:
     /// atomic).
     pub(crate) errors: AtomicU64,
@@ -155,32 +158,4 @@ pub(crate) struct QueueStats {
     /// Completions a response slot did not wait for (siw's second completion of one RDMA
     /// READ, on a flush), ignored.
     pub(crate) duplicate_completions: Counter,
-}
-
-impl Default for QueueStats {
-    fn default() -> Self {
-        Self {
-            commands: Counter::default(),
-            read_bytes: Counter::default(),
-            write_bytes: Counter::default(),
-            in_capsule: Counter::default(),
-            in_capsule_bytes: Counter::default(),
-            keyed: Counter::default(),
-            sq_full_waits: Counter::default(),
-            rsp_peak: AtomicU32::default(),
-            rsp_waits: Counter::default(),
-            slot_wait_peak: AtomicU32::default(),
-            sq_wait_peak: AtomicU32::default(),
-            completions: Counter::default(),
-            polls: Counter::default(),
-            last_poll_position: AtomicU8::new(u8::MAX),
-            errors: AtomicU64::default(),
-            errors_by_kind: Default::default(),
-            error_status: Counter::default(),
-            send_wrs: Counter::default(),
-            send_posts: Counter::default(),
-            recv_posts: Counter::default(),
-            duplicate_completions: Counter::default(),
-        }
-    }
 }
