@@ -220,9 +220,11 @@ def slow(before_path, after_path, delay_ns):
     check(core >= delay_ns * 0.98, "the core phase holds the backend's delay (%.0f >= %d ns)"
           % (core, delay_ns))
     check(core < delay_ns * 20, "the core phase is not far beyond the delay (%.0f ns)" % core)
-    check(wait < delay_ns / 2 and out < delay_ns / 2,
+    # (below the delay: a phase that held it would hold all of it; a KASAN guest beside
+    # another VM took 30 ms for its RDMA WRITEs and SENDs, the out phase)
+    check(wait < delay_ns and out < delay_ns,
           "the transport's phases do not hold the delay (wait %.0f, out %.0f < %d ns)"
-          % (wait, out, delay_ns / 2))
+          % (wait, out, delay_ns))
     check(total >= core, "the total holds the core phase")
     p50 = hist(after, "read", "core")["p50_ns"]
     check(p50 >= delay_ns / 2, "core p50 %d ns is in or above the delay's bucket" % p50)
