@@ -77,7 +77,7 @@ pub(crate) use latency::QueueLatency;
 use latency::Stamps;
 pub(crate) use lists::SlotLists;
 use mapping::{free_data, free_rw};
-pub(crate) use pending::{PendingWrs, Wrs};
+pub(crate) use pending::{pending_of, PendingWrs, Wrs};
 pub(crate) use stats::{QueueStats, TransportError, TRANSPORT_ERRORS, TRANSPORT_ERROR_NAMES};
 
 /// What the data path needs from the connection (the queue) it serves.

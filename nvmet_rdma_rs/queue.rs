@@ -12,8 +12,8 @@
 #![forbid(unsafe_code)]
 
 use crate::command::{
-    latency::LatencySnapshot, Connection, Io, QueueLatency, QueueStats, SlotLists, TransportError,
-    RESPONSE_SIZE,
+    latency::LatencySnapshot, pending_of, Connection, Io, QueueLatency, QueueStats, SlotLists,
+    TransportError, RESPONSE_SIZE,
 };
 use crate::nvmet::{
     sq::impl_has_sq_cq,
@@ -246,9 +246,7 @@ impl Queue {
         // (polls first: see `QueueStats::polls`)
         let polls = s.polls.load(Relaxed);
         // (RDMA READs, WRITEs and SENDs posted and not completed, now and at their peaks)
-        let (pending, peaks) = self.io.as_ref().map_or(([0; 3], [0; 3]), |io| {
-            (io.pending.now(), io.pending.peaks())
-        });
+        let (pending, peaks) = pending_of(self.io.as_ref());
         writeln!(
             f,
             "queue {} port {} qid {} host {} {} depth {}/{} srq {} inline_rsp {} commands {} \

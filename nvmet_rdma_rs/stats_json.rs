@@ -11,7 +11,7 @@
 
 use crate::command::{
     latency::{self, LatencySnapshot, CLASS_NAMES, PHASE_NAMES},
-    InFlight, Wrs, TRANSPORT_ERROR_NAMES,
+    pending_of, InFlight, Wrs, TRANSPORT_ERROR_NAMES,
 };
 use crate::histogram::{to_ns, upper_bound, Snapshot, BUCKETS};
 use crate::port::TEARDOWN_NAMES;
@@ -225,9 +225,7 @@ fn json_queue(
     json_counts(f, &TRANSPORT_ERROR_NAMES, loaded(&s.errors_by_kind))?;
     write!(f, ",\"in_flight\":")?;
     json_in_flight(f, in_flight)?;
-    let (pending, peaks) = q.io.map_or(([0; 3], [0; 3]), |io| {
-        (io.pending.now(), io.pending.peaks())
-    });
+    let (pending, peaks) = pending_of(q.io);
     write!(f, ",\"pending\":")?;
     json_wrs(f, pending)?;
     write!(f, ",\"pending_peak\":")?;

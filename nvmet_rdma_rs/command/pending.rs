@@ -15,7 +15,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::stats::raise_peak;
+use super::{stats::raise_peak, Io};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 /// Work requests by kind, packed in one word: [`Wrs::BITS`] bits a kind, in
@@ -115,4 +115,12 @@ impl PendingWrs {
     pub(crate) fn peaks(&self) -> [u32; 3] {
         self.peaks.each_ref().map(|peak| peak.load(Relaxed))
     }
+}
+
+/// The pending work requests of a queue's `io` (none before its set-up), by kind: now,
+/// and at their peaks.
+pub(crate) fn pending_of(io: Option<&Io>) -> ([u32; 3], [u32; 3]) {
+    io.map_or(([0; 3], [0; 3]), |io| {
+        (io.pending.now(), io.pending.peaks())
+    })
 }
